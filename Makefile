@@ -1,0 +1,28 @@
+# replica: `make demo` and `make test` do all set-up on a fresh Debian 12 machine.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all setup build test demo bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+build: setup $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	bash scripts/demo $(BUILD)
+
+bench: build
+	bash scripts/bench $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,13 @@
+// Threads for non-GEMM work (OpenMP, static partition) and the BLAS thread count, set together.
+// Determinism (DESIGN.md §2.3): every output element is written by exactly one thread, and any
+// reduction runs in a fixed order that does not depend on the number of threads.
+#pragma once
+#include <cstdint>
+
+namespace replica {
+
+// Sets both OpenMP's and OpenBLAS's thread counts. n <= 0 means "all cores".
+void SetNumThreads(int n);
+int NumThreads();
+
+}  // namespace replica

@@ -1,0 +1,62 @@
+#include "tensor/flat_buffer.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace replica {
+
+const ParamView& ParamLayout::Add(std::string name, std::vector<int64_t> shape) {
+  Require(!index_.count(name), "parameter layout: duplicate tensor name '{}'", name);
+  ParamView v;
+  v.name = std::move(name);
+  v.shape = std::move(shape);
+  v.numel = static_cast<size_t>(NumElements(v.shape));
+  v.offset = total_;
+  total_ += (v.numel + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  elements_ += v.numel;
+  index_[v.name] = views_.size();
+  views_.push_back(std::move(v));
+  return views_.back();
+}
+
+const ParamView* ParamLayout::Find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &views_[it->second];
+}
+
+const ParamView& ParamLayout::Get(const std::string& name) const {
+  const ParamView* v = Find(name);
+  if (!v) Fail("parameter layout: no tensor named '{}'", name);
+  return *v;
+}
+
+void FlatBuffer::Free::operator()(float* p) const { std::free(p); }
+
+FlatBuffer::FlatBuffer(size_t n) : size_(n) {
+  size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+  if (bytes == 0) bytes = 64;
+  float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (!p) Fail("out of memory allocating {} bytes", bytes);
+  std::memset(p, 0, bytes);
+  data_.reset(p);
+}
+
+void FlatBuffer::Zero() {
+  if (size_) std::memset(data_.get(), 0, size_ * sizeof(float));
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace replica
