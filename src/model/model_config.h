@@ -1,0 +1,54 @@
+// ModelConfig: the shape of an Olmo 3 (or Olmo 2) decoder, as data (gemma.cpp style), read from a
+// Hugging Face config.json. Everything the forward/backward, FLOP counting, memory planning and
+// checkpoint naming need is here; nothing else is read from config.json.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/flat_buffer.h"
+
+namespace replica {
+
+enum class AttentionType { kFull, kSliding };
+
+struct ModelConfig {
+  std::string model_type = "olmo3";  // "olmo3" or "olmo2"
+  int64_t vocab_size = 0;            // embedding / LM head rows (100352 for the 7B)
+  int64_t hidden_size = 0;           // D
+  int64_t intermediate_size = 0;     // I (SwiGLU hidden)
+  int64_t num_layers = 0;            // L
+  int64_t num_heads = 0;             // H
+  int64_t num_kv_heads = 0;          // KV (H % KV == 0; KV == 1 is MQA)
+  int64_t head_dim = 0;              // hd (config "head_dim", else D / H)
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  int64_t sliding_window = 0;        // W; 0 = no sliding layers (olmo2)
+  std::vector<AttentionType> layer_types;  // one per layer
+  bool tie_word_embeddings = false;
+  int64_t max_position_embeddings = 0;
+  int64_t pad_token_id = -1, eos_token_id = -1, bos_token_id = -1;  // -1 = null
+
+  // Parses a HF config.json object. `source` names the file in error messages. Refuses unknown
+  // model types, rope scaling, biases, non-silu activations, contradictory or missing fields.
+  static ModelConfig FromHfJson(const nlohmann::json& j, const std::string& source);
+  static ModelConfig FromHfFile(const std::string& path);
+  nlohmann::json ToHfJson() const;  // round-trips through FromHfJson
+
+  // Keys visible to query position i in layer l: min(i+1, W) on sliding layers, i+1 on full.
+  int64_t Visible(int64_t layer, int64_t i) const;
+  int64_t Window(int64_t layer) const;  // W for sliding layers, 0 (= unbounded) for full layers
+
+  // Parameter table with HF names in the canonical order (fixture README order):
+  // embed, per layer q,k,v,o,q_norm,k_norm,gate,up,down,post_attn_norm,post_ff_norm; norm; lm_head
+  // (lm_head absent when tied).
+  ParamLayout BuildLayout() const;
+  int64_t NumParams() const;  // 7,298,617,344 for the 7B
+  // DESIGN.md §6: 6·(params excluding the input embedding) + window-aware attention, per token
+  // averaged over a sequence of length T.
+  double FlopsPerToken(int64_t seq_len) const;
+};
+
+}  // namespace replica
