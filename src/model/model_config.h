@@ -30,6 +30,7 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   int64_t max_position_embeddings = 0;
   int64_t pad_token_id = -1, eos_token_id = -1, bos_token_id = -1;  // -1 = null
+  double initializer_range = 0.02;   // std of the N(0, σ²) init of matrices (training from scratch)
 
   // Parses a HF config.json object. `source` names the file in error messages. Refuses unknown
   // model types, rope scaling, biases, non-silu activations, contradictory or missing fields.

@@ -1,0 +1,328 @@
+#include "model/model_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace replica {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kSliding = "sliding_attention";
+constexpr const char* kFull = "full_attention";
+
+// Field access with errors that name the file and the field. A field set to null counts as absent
+// (transformers writes null for "use the default").
+class Fields {
+ public:
+  Fields(const json& j, const std::string& source) : j_(j), source_(source) {}
+
+  const json* Find(const char* key) const {
+    auto it = j_.find(key);
+    return (it == j_.end() || it->is_null()) ? nullptr : &*it;
+  }
+  [[noreturn]] void Bad(const char* key, const char* expected, const json& got) const {
+    Fail("{}: field '{}': expected {}, got {}", source_, key, expected, got.dump());
+  }
+  const json& Required(const char* key) const {
+    const json* v = Find(key);
+    if (!v) Fail("{}: missing required field '{}'", source_, key);
+    return *v;
+  }
+
+  static bool IsInt(const json& v) { return v.is_number_integer(); }
+  int64_t AsPositiveInt(const char* key, const json& v) const {
+    if (!IsInt(v) || v.get<int64_t>() <= 0) Bad(key, "a positive integer", v);
+    return v.get<int64_t>();
+  }
+  int64_t PositiveInt(const char* key) const { return AsPositiveInt(key, Required(key)); }
+  std::optional<int64_t> OptionalPositiveInt(const char* key) const {
+    const json* v = Find(key);
+    if (!v) return std::nullopt;
+    return AsPositiveInt(key, *v);
+  }
+  int64_t TokenId(const char* key) const {  // null or absent -> -1
+    const json* v = Find(key);
+    if (!v) return -1;
+    if (!IsInt(*v) || v->get<int64_t>() < 0) Bad(key, "a non-negative integer token id or null", *v);
+    return v->get<int64_t>();
+  }
+  double AsPositiveNumber(const char* key, const json& v) const {
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      Bad(key, "a positive number", v);
+    return v.get<double>();
+  }
+  double PositiveNumber(const char* key) const { return AsPositiveNumber(key, Required(key)); }
+  bool Bool(const char* key, bool fallback) const {
+    const json* v = Find(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) Bad(key, "true or false", *v);
+    return v->get<bool>();
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& j_;
+  const std::string& source_;
+};
+
+// rope_theta from the top level and/or "rope_parameters" (newer transformers), which may also be
+// keyed by layer type. Only default (unscaled) RoPE is accepted; all places must agree.
+double ParseRopeTheta(const Fields& f) {
+  std::optional<double> theta;
+  auto agree = [&](double t, const std::string& where) {
+    if (theta && *theta != t)
+      Fail("{}: field '{}' = {} contradicts rope_theta {} given elsewhere", f.source(), where, t,
+           *theta);
+    theta = t;
+  };
+  if (const json* top = f.Find("rope_theta")) agree(f.AsPositiveNumber("rope_theta", *top), "rope_theta");
+
+  auto one = [&](const json& rp, const std::string& where) {
+    if (!rp.is_object()) Fail("{}: field '{}': expected an object, got {}", f.source(), where, rp.dump());
+    auto type = rp.find("rope_type");
+    if (type != rp.end() && !type->is_null()) {
+      if (!type->is_string())
+        Fail("{}: field '{}.rope_type': expected a string, got {}", f.source(), where, type->dump());
+      if (type->get<std::string>() != "default")
+        Fail("{}: field '{}.rope_type' is '{}': only default RoPE (no scaling) is supported",
+             f.source(), where, type->get<std::string>());
+    }
+    auto t = rp.find("rope_theta");
+    if (t != rp.end() && !t->is_null()) {
+      const std::string key = where + ".rope_theta";
+      if (!t->is_number() || !(t->get<double>() > 0) || !std::isfinite(t->get<double>()))
+        Fail("{}: field '{}': expected a positive number, got {}", f.source(), key, t->dump());
+      agree(t->get<double>(), key);
+    }
+  };
+  if (const json* rp = f.Find("rope_parameters")) {
+    const bool per_layer_type = rp->is_object() && (rp->contains(kSliding) || rp->contains(kFull));
+    if (per_layer_type) {
+      for (auto& [k, v] : rp->items()) one(v, std::string("rope_parameters.") + k);
+    } else {
+      one(*rp, "rope_parameters");
+    }
+  }
+  if (!theta) Fail("{}: missing required field 'rope_theta' (or 'rope_parameters.rope_theta')", f.source());
+  return *theta;
+}
+
+int64_t SumVisible(int64_t T, int64_t window) {  // Σ_{i<T} min(i+1, W); window 0 = unbounded
+  if (window <= 0 || T <= window) return T * (T + 1) / 2;
+  return window * (window + 1) / 2 + (T - window) * window;
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& source) {
+  Require(j.is_object(), "{}: config must be a JSON object, got {}", source, j.type_name());
+  Fields f(j, source);
+  ModelConfig c;
+
+  const json& mt = f.Required("model_type");
+  if (!mt.is_string()) f.Bad("model_type", "a string", mt);
+  c.model_type = mt.get<std::string>();
+  Require(c.model_type == "olmo3" || c.model_type == "olmo2",
+          "{}: field 'model_type' is '{}': replica supports 'olmo3' and 'olmo2'", source,
+          c.model_type);
+  const bool olmo3 = c.model_type == "olmo3";
+
+  c.vocab_size = f.PositiveInt("vocab_size");
+  c.hidden_size = f.PositiveInt("hidden_size");
+  c.intermediate_size = f.PositiveInt("intermediate_size");
+  c.num_layers = f.PositiveInt("num_hidden_layers");
+  c.num_heads = f.PositiveInt("num_attention_heads");
+  c.num_kv_heads = f.OptionalPositiveInt("num_key_value_heads").value_or(c.num_heads);
+  Require(c.num_heads % c.num_kv_heads == 0,
+          "{}: field 'num_key_value_heads' = {} must divide num_attention_heads = {}", source,
+          c.num_kv_heads, c.num_heads);
+  if (auto hd = f.OptionalPositiveInt("head_dim")) {
+    Require(*hd * c.num_heads == c.hidden_size,
+            "{}: field 'head_dim' = {} contradicts hidden_size / num_attention_heads = {} / {} "
+            "(Olmo 3 uses head_dim = hidden_size / num_attention_heads)",
+            source, *hd, c.hidden_size, c.num_heads);
+    c.head_dim = *hd;
+  } else {
+    Require(c.hidden_size % c.num_heads == 0,
+            "{}: field 'hidden_size' = {} is not divisible by num_attention_heads = {} (and no "
+            "head_dim is given)",
+            source, c.hidden_size, c.num_heads);
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  Require(c.head_dim % 2 == 0, "{}: head dimension {} must be even for rotate-half RoPE", source,
+          c.head_dim);
+  c.rms_norm_eps = f.PositiveNumber("rms_norm_eps");
+  c.rope_theta = ParseRopeTheta(f);
+  if (const json* rs = f.Find("rope_scaling"))
+    Fail("{}: field 'rope_scaling' is {}: only plain RoPE (rope_scaling null) is supported", source,
+         rs->dump());
+
+  if (const json* act = f.Find("hidden_act")) {
+    if (!act->is_string()) f.Bad("hidden_act", "a string", *act);
+    Require(act->get<std::string>() == "silu",
+            "{}: field 'hidden_act' is '{}': Olmo 3 uses 'silu' (SwiGLU)", source,
+            act->get<std::string>());
+  }
+  Require(!f.Bool("attention_bias", false),
+          "{}: field 'attention_bias' is true: replica's Olmo 3 has no biases", source);
+  if (const json* drop = f.Find("attention_dropout")) {
+    if (!drop->is_number()) f.Bad("attention_dropout", "a number", *drop);
+    Require(drop->get<double>() == 0.0,
+            "{}: field 'attention_dropout' is {}: replica trains without dropout", source,
+            drop->dump());
+  }
+  c.tie_word_embeddings = f.Bool("tie_word_embeddings", false);
+  c.max_position_embeddings = f.OptionalPositiveInt("max_position_embeddings").value_or(0);
+  c.pad_token_id = f.TokenId("pad_token_id");
+  c.eos_token_id = f.TokenId("eos_token_id");
+  c.bos_token_id = f.TokenId("bos_token_id");
+  if (const json* ir = f.Find("initializer_range")) c.initializer_range = f.AsPositiveNumber("initializer_range", *ir);
+
+  // Attention pattern.
+  if (const json* lt = f.Find("layer_types")) {
+    if (!lt->is_array()) f.Bad("layer_types", "an array of strings", *lt);
+    Require(static_cast<int64_t>(lt->size()) == c.num_layers,
+            "{}: field 'layer_types' has {} entries but num_hidden_layers is {}", source,
+            lt->size(), c.num_layers);
+    for (size_t i = 0; i < lt->size(); ++i) {
+      const json& v = (*lt)[i];
+      if (v == kSliding) {
+        c.layer_types.push_back(AttentionType::kSliding);
+      } else if (v == kFull) {
+        c.layer_types.push_back(AttentionType::kFull);
+      } else {
+        Fail("{}: field 'layer_types[{}]' is {}: expected \"{}\" or \"{}\"", source, i, v.dump(),
+             kSliding, kFull);
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < c.num_layers; ++i)
+      c.layer_types.push_back(olmo3 && (i + 1) % 4 != 0 ? AttentionType::kSliding
+                                                       : AttentionType::kFull);
+  }
+  const bool any_sliding =
+      std::find(c.layer_types.begin(), c.layer_types.end(), AttentionType::kSliding) !=
+      c.layer_types.end();
+  const std::optional<int64_t> window = f.OptionalPositiveInt("sliding_window");
+  if (olmo3) {
+    Require(!any_sliding || window.has_value(),
+            "{}: missing field 'sliding_window': needed by the sliding_attention layers", source);
+    c.sliding_window = any_sliding ? *window : window.value_or(0);
+  } else {
+    Require(!any_sliding, "{}: field 'layer_types': olmo2 has only full_attention layers", source);
+    Require(!window.has_value(),
+            "{}: field 'sliding_window' is set, but olmo2 has no sliding-window attention (use "
+            "model_type olmo3)",
+            source);
+    c.sliding_window = 0;
+  }
+  return c;
+}
+
+ModelConfig ModelConfig::FromHfFile(const std::string& path) {
+  // A model directory stands for its config.json.
+  std::string file = path;
+  if (std::filesystem::is_directory(path)) file = (std::filesystem::path(path) / "config.json").string();
+  const std::string text = ReadFile(file);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    Fail("{}: not valid JSON: {}", file, e.what());
+  }
+  return FromHfJson(j, file);
+}
+
+nlohmann::json ModelConfig::ToHfJson() const {
+  const bool olmo3 = model_type == "olmo3";
+  auto id = [](int64_t v) { return v < 0 ? json(nullptr) : json(v); };
+  json j = json::object();
+  j["architectures"] = {olmo3 ? "Olmo3ForCausalLM" : "Olmo2ForCausalLM"};
+  j["model_type"] = model_type;
+  j["vocab_size"] = vocab_size;
+  j["hidden_size"] = hidden_size;
+  j["intermediate_size"] = intermediate_size;
+  j["num_hidden_layers"] = num_layers;
+  j["num_attention_heads"] = num_heads;
+  j["num_key_value_heads"] = num_kv_heads;
+  j["hidden_act"] = "silu";
+  if (max_position_embeddings > 0) j["max_position_embeddings"] = max_position_embeddings;
+  j["initializer_range"] = initializer_range;
+  j["pad_token_id"] = id(pad_token_id);
+  j["bos_token_id"] = id(bos_token_id);
+  j["eos_token_id"] = id(eos_token_id);
+  j["tie_word_embeddings"] = tie_word_embeddings;
+  j["rope_theta"] = rope_theta;
+  j["rope_scaling"] = nullptr;
+  j["attention_bias"] = false;
+  j["attention_dropout"] = 0.0;
+  j["rms_norm_eps"] = rms_norm_eps;
+  if (olmo3) {
+    j["sliding_window"] = sliding_window > 0 ? json(sliding_window) : json(nullptr);
+    json types = json::array();
+    for (AttentionType t : layer_types) types.push_back(t == AttentionType::kSliding ? kSliding : kFull);
+    j["layer_types"] = types;
+  }
+  j["torch_dtype"] = "float32";
+  return j;
+}
+
+int64_t ModelConfig::Window(int64_t layer) const {
+  Require(layer >= 0 && layer < static_cast<int64_t>(layer_types.size()),
+          "layer {} out of range (model has {} layers)", layer, layer_types.size());
+  return layer_types[layer] == AttentionType::kSliding ? sliding_window : 0;
+}
+
+int64_t ModelConfig::Visible(int64_t layer, int64_t i) const {
+  const int64_t w = Window(layer);
+  return w > 0 ? std::min(i + 1, w) : i + 1;
+}
+
+ParamLayout ModelConfig::BuildLayout() const {
+  const int64_t D = hidden_size, I = intermediate_size, V = vocab_size;
+  const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
+  ParamLayout layout;
+  layout.Add("model.embed_tokens.weight", {V, D});
+  for (int64_t l = 0; l < num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    layout.Add(p + "self_attn.q_proj.weight", {q, D});
+    layout.Add(p + "self_attn.k_proj.weight", {kv, D});
+    layout.Add(p + "self_attn.v_proj.weight", {kv, D});
+    layout.Add(p + "self_attn.o_proj.weight", {D, q});
+    layout.Add(p + "self_attn.q_norm.weight", {q});
+    layout.Add(p + "self_attn.k_norm.weight", {kv});
+    layout.Add(p + "mlp.gate_proj.weight", {I, D});
+    layout.Add(p + "mlp.up_proj.weight", {I, D});
+    layout.Add(p + "mlp.down_proj.weight", {D, I});
+    layout.Add(p + "post_attention_layernorm.weight", {D});
+    layout.Add(p + "post_feedforward_layernorm.weight", {D});
+  }
+  layout.Add("model.norm.weight", {D});
+  if (!tie_word_embeddings) layout.Add("lm_head.weight", {V, D});
+  return layout;
+}
+
+int64_t ModelConfig::NumParams() const {
+  const int64_t D = hidden_size, I = intermediate_size, V = vocab_size;
+  const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
+  const int64_t per_layer = q * D + 2 * kv * D + D * q + q + kv + 3 * I * D + 2 * D;
+  return V * D + num_layers * per_layer + D + (tie_word_embeddings ? 0 : V * D);
+}
+
+double ModelConfig::FlopsPerToken(int64_t seq_len) const {
+  Require(seq_len > 0, "FlopsPerToken: sequence length must be positive, got {}", seq_len);
+  // The input embedding is a lookup, not a matmul; the LM head matmul counts even when tied.
+  const int64_t matmul_params = NumParams() - (tie_word_embeddings ? 0 : vocab_size * hidden_size);
+  double visible = 0;
+  for (int64_t l = 0; l < num_layers; ++l) visible += static_cast<double>(SumVisible(seq_len, Window(l)));
+  return 6.0 * static_cast<double>(matmul_params) +
+         12.0 * static_cast<double>(num_heads * head_dim) * visible / static_cast<double>(seq_len);
+}
+
+}  // namespace replica
