@@ -1,0 +1,67 @@
+// The LM head fused with cross-entropy and z-loss (DESIGN.md §2.4, §6). Rows (tokens) are processed
+// in chunks: one sgemm makes the logits of a chunk of rows over the whole vocabulary, each row's
+// log-sum-exp and loss are computed from that buffer, the buffer is turned in place into dlogits,
+// and two sgemms push it into dX and dW. The [N, V] logits of a whole batch never exist; the
+// scratch is chunk_rows × V. Keeping whole rows in one chunk (rather than vocabulary tiles with an
+// online log-sum-exp) means backward never recomputes logits: the LM head costs exactly 3 GEMMs.
+// Per-row work is owned by one thread, the chunk sums are added in row order in double, and the
+// chunk size does not depend on the thread count, so results are bit-identical for any of them.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace replica {
+
+constexpr int32_t kIgnoreLabel = -100;
+
+struct CrossEntropySums {
+  double ce_sum = 0;      // Σ (lse - logit[label]) over rows with label != -100
+  double lse_sq_sum = 0;  // Σ lse² over the same rows
+  int64_t tokens = 0;     // number of such rows
+};
+
+// Preallocated scratch for up to max_rows rows: logits [chunk_rows, V] plus per-row statistics.
+class LmHeadWorkspace {
+ public:
+  // Scratch budget for the logits chunk, in floats (32 MiB): 1024 rows at V = 8192, 83 at 100352.
+  static constexpr int64_t kScratchFloats = int64_t{8} << 20;
+  LmHeadWorkspace() = default;
+  LmHeadWorkspace(int64_t max_rows, int64_t vocab, int64_t scratch_floats = kScratchFloats);
+  int64_t chunk_rows() const { return chunk_rows_; }
+  int64_t vocab() const { return vocab_; }
+  float* logits() { return logits_.data(); }
+  double* lse() { return lse_.data(); }
+  double* ce() { return ce_.data(); }
+  float* row_max() { return max_.data(); }
+  double* row_sum() { return sum_.data(); }  // Σ exp(logit - row_max)
+
+ private:
+  int64_t chunk_rows_ = 0, vocab_ = 0;
+  std::vector<float> logits_;
+  std::vector<double> lse_, ce_, sum_;
+  std::vector<float> max_;
+};
+
+// x [N, D] (the final-normed hidden states); W [V, D] (lm_head, or the tied embedding);
+// labels [N] in [0, V) or -100. Returns the sums; no gradient.
+CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t* labels,
+                                   int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws);
+
+// Forward and backward of
+//   loss = grad_scale · Σ_{rows, label != -100} ( lse - logit[label] + z_mul · lse² ),
+//   logits = x W^T,  lse = log Σ_v exp(logits[v])
+// accumulating (+=) dx [N, D] and dW [V, D]:
+//   dlogit[v] = grad_scale · ( softmax[v] · (1 + 2 z_mul lse) - [v == label] )
+//   dx += dlogits W ;  dW += dlogits^T x
+CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const int32_t* labels,
+                                           int64_t N, int64_t D, int64_t V, double grad_scale,
+                                           double z_mul, LmHeadWorkspace& ws, float* dx,
+                                           float* dW);
+
+// Plain reference: materialises all logits and computes everything in double (tests only).
+// dx and dW may be null (forward only).
+CrossEntropySums LmHeadLossReference(const float* x, const float* W, const int32_t* labels,
+                                     int64_t N, int64_t D, int64_t V, double grad_scale,
+                                     double z_mul, float* dx, float* dW);
+
+}  // namespace replica

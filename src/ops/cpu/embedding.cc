@@ -1,0 +1,38 @@
+#include "ops/cpu/embedding.h"
+
+#include <omp.h>
+
+#include <cstring>
+
+namespace replica {
+
+void EmbeddingForward(const float* table, const int32_t* tokens, int64_t N, int64_t D, float* out) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < N; ++i) {
+    std::memcpy(out + i * D, table + static_cast<int64_t>(tokens[i]) * D, D * sizeof(float));
+  }
+}
+
+void EmbeddingBackward(const int32_t* tokens, const float* dout, int64_t N, int64_t V, int64_t D,
+                       float* dtable) {
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const int64_t v0 = V * id / nt, v1 = V * (id + 1) / nt;
+    for (int64_t i = 0; i < N; ++i) {
+      const int64_t tok = tokens[i];
+      if (tok < v0 || tok >= v1) continue;
+      float* row = dtable + tok * D;
+      const float* g = dout + i * D;
+      for (int64_t j = 0; j < D; ++j) row[j] += g[j];
+    }
+  }
+}
+
+void EmbeddingBackwardReference(const int32_t* tokens, const float* dout, int64_t N, int64_t D,
+                                float* dtable) {
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < D; ++j) dtable[static_cast<int64_t>(tokens[i]) * D + j] += dout[i * D + j];
+}
+
+}  // namespace replica

@@ -1,0 +1,24 @@
+// Bias-free linear layer y = x W^T with W stored [out, in] (HF layout), on OpenBLAS sgemm. The
+// backward uses sgemm's transpose flags, never a transposed copy. OpenBLAS splits a GEMM over the
+// rows/columns of its output, not over the reduction dimension, so each output element is summed
+// in one order for any thread count.
+#pragma once
+#include <cstdint>
+
+namespace replica {
+
+// x [N, in]; W [out, in]; y [N, out]          y = x W^T   (y is overwritten)
+void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out, float* y);
+// Backward of the line above; accumulates (+=):
+//   dx [N, in]  += dy W          (skipped when dx is null, e.g. nothing upstream needs it)
+//   dW [out,in] += dy^T x
+void LinearBackward(const float* x, const float* W, const float* dy, int64_t N, int64_t in,
+                    int64_t out, float* dx, float* dW);
+
+// Plain triple-loop references (double accumulation) for the tests.
+void LinearForwardReference(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
+                            float* y);
+void LinearBackwardReference(const float* x, const float* W, const float* dy, int64_t N,
+                             int64_t in, int64_t out, float* dx, float* dW);
+
+}  // namespace replica
