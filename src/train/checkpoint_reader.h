@@ -1,0 +1,68 @@
+// Finding, verifying and loading checkpoints (format: checkpoint_format.h).
+//
+// Usage by the trainer on start-up:
+//   if (auto found = FindLatestValid(run_dir)) {
+//     REPLICA_LOG_INFO("resuming from {}", found->dir);
+//     Checkpoint ckpt = Checkpoint::Open(found->dir, /*verify=*/false);  // just verified
+//     ckpt.LoadParams(layout, params);
+//     int64_t adam_step = ckpt.LoadOptimizer(layout, adam_m, adam_v);
+//     const nlohmann::json& state = ckpt.state();
+//   }
+//
+// Promises: FindLatestValid() tries step-* directories newest first, fully verifies each (DONE,
+// manifest, every file's size and XXH3 checksum), logs a warning naming every incomplete or
+// corrupt one it skips and why, and returns the newest good one. Loads restore tensors by HF name
+// and refuse (Error naming the file and tensor) a missing tensor, an unexpected extra tensor, a
+// shape or dtype mismatch: a checkpoint of another model never loads silently.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tensor/flat_buffer.h"
+
+namespace replica {
+
+struct CheckpointInfo {
+  std::string dir;
+  int64_t step = 0;
+};
+
+// Newest valid checkpoint under run_dir/checkpoints/, or nullopt when there is none (a fresh run).
+std::optional<CheckpointInfo> FindLatestValid(const std::string& run_dir);
+
+// `path` is a checkpoint directory (holds MANIFEST.json or DONE: verified) or a run directory
+// (holds checkpoints/: its newest valid checkpoint). Error otherwise or when nothing valid exists.
+CheckpointInfo ResolveCheckpoint(const std::string& path);
+
+class Checkpoint {
+ public:
+  // verify = true runs VerifyCheckpoint first (Error when incomplete or corrupt).
+  static Checkpoint Open(const std::string& dir, bool verify = true);
+
+  const std::string& dir() const { return dir_; }
+  int64_t step() const { return step_; }
+  bool has_optimizer() const;
+  bool has_state() const { return !state_.is_null(); }
+  const nlohmann::json& state() const { return state_; }                // null when absent
+  const nlohmann::json& model_config() const { return model_config_; }  // null when absent
+
+  // Fills params (size >= layout.total_floats()) from model.safetensors.
+  void LoadParams(const ParamLayout& layout, FlatBuffer& params) const;
+  // Fills m and v from optim.safetensors; returns the optimizer's step count.
+  int64_t LoadOptimizer(const ParamLayout& layout, FlatBuffer& adam_m, FlatBuffer& adam_v) const;
+
+ private:
+  std::string dir_;
+  int64_t step_ = 0;
+  nlohmann::json state_, model_config_;
+};
+
+// Reads tensors "<prefix><view.name>" of an F32 safetensors file into `dst` laid out by `layout`,
+// requiring exactly the layout's tensors, F32, with equal shapes (Error naming file and tensor).
+void LoadF32ByName(const std::string& path, const ParamLayout& layout, const std::string& prefix,
+                   float* dst, size_t dst_floats);
+
+}  // namespace replica
