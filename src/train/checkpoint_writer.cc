@@ -28,10 +28,11 @@ void RemoveAllQuietly(const std::string& path) {
 
 // Copies in parallel: the snapshot is the only part of a save that stalls training, and a single
 // thread cannot saturate memory bandwidth on a many-core machine. Each chunk is owned by one thread.
+// Small models stay single-threaded (no OpenMP team), which also keeps fork()ed test children safe.
 void ParallelCopy(float* dst, const float* src, size_t n) {
   constexpr size_t kChunk = size_t{1} << 20;
   const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     size_t begin = static_cast<size_t>(c) * kChunk;
     size_t len = std::min(kChunk, n - begin);
