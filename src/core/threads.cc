@@ -16,7 +16,9 @@ void SetNumThreads(int n) {
   if (n <= 0) n = 1;
   g_threads = n;
   omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  // OpenBLAS's own threading is not bit-identical across thread counts; GEMMs are parallelised by
+  // replica's shape-determined tiling instead (ops/cpu/gemm.h), each tile on one BLAS thread.
+  openblas_set_num_threads(1);
 }
 
 int NumThreads() {

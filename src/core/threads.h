@@ -6,7 +6,8 @@
 
 namespace replica {
 
-// Sets both OpenMP's and OpenBLAS's thread counts. n <= 0 means "all cores".
+// Sets OpenMP's thread count (n <= 0 means "all cores") and keeps OpenBLAS single-threaded:
+// GEMMs get their threads from OpenMP through ops/cpu/gemm.h, which is deterministic.
 void SetNumThreads(int n);
 int NumThreads();
 

@@ -1,12 +1,11 @@
 #include "ops/cpu/cross_entropy.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
+#include "ops/cpu/gemm.h"
 
 namespace replica {
 namespace {
@@ -25,8 +24,7 @@ void RowMaxSum(const float* l, int64_t V, float* max_out, double* sum_out) {
 void ChunkForward(const float* x, const float* W, const int32_t* labels, int64_t r0, int64_t rows,
                   int64_t D, int64_t V, LmHeadWorkspace& ws) {
   float* logits = ws.logits();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, V, D, 1.0f, x + r0 * D, D, W, D, 0.0f,
-              logits, V);
+  Sgemm(false, true, rows, V, D, 1.0f, x + r0 * D, D, W, D, 0.0f, logits, V);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
     const int32_t y = labels[r0 + i];
@@ -106,10 +104,8 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
       for (int64_t v = 0; v < V; ++v) l[v] = coef * std::exp(l[v] - m);
       l[y] -= static_cast<float>(grad_scale);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, V, 1.0f, dl, V, W, D, 1.0f,
-                dx + r0 * D, D);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, D, rows, 1.0f, dl, V, x + r0 * D, D,
-                1.0f, dW, D);
+    Sgemm(false, false, rows, D, V, 1.0f, dl, V, W, D, 1.0f, dx + r0 * D, D);
+    Sgemm(true, false, V, D, rows, 1.0f, dl, V, x + r0 * D, D, 1.0f, dW, D);
   }
   return sums;
 }

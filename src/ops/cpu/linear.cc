@@ -1,24 +1,21 @@
 #include "ops/cpu/linear.h"
 
-#include <cblas.h>
+#include "ops/cpu/gemm.h"
 
 namespace replica {
 
 void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out, float* y) {
   if (N == 0 || out == 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in, 1.0f, x, in, W, in, 0.0f, y,
-              out);
+  Sgemm(false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
 }
 
 void LinearBackward(const float* x, const float* W, const float* dy, int64_t N, int64_t in,
                     int64_t out, float* dx, float* dW) {
   if (N == 0) return;
   if (dx) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out, 1.0f, dy, out, W, in, 1.0f,
-                dx, in);
+    Sgemm(false, false, N, in, out, 1.0f, dy, out, W, in, 1.0f, dx, in);
   }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW,
-              in);
+  Sgemm(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW, in);
 }
 
 void LinearForwardReference(const float* x, const float* W, int64_t N, int64_t in, int64_t out,

@@ -1,7 +1,5 @@
-// Bias-free linear layer y = x W^T with W stored [out, in] (HF layout), on OpenBLAS sgemm. The
-// backward uses sgemm's transpose flags, never a transposed copy. OpenBLAS splits a GEMM over the
-// rows/columns of its output, not over the reduction dimension, so each output element is summed
-// in one order for any thread count.
+// Bias-free linear layer y = x W^T with W stored [out, in] (HF layout), on the deterministic tiled
+// Sgemm (gemm.h). The backward uses the GEMM's transpose flags, never a transposed copy.
 #pragma once
 #include <cstdint>
 
