@@ -1,0 +1,395 @@
+// ModelConfig: the fixture and benchmark config.json files load with the values their READMEs list,
+// the layout matches the fixture weights tensor for tensor, the 7B counts come out exactly, and
+// every bad or contradictory field is an Error naming the file and the field.
+#include "model/model_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/safetensors.h"
+
+namespace replica {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using A = AttentionType;
+
+const std::string kData = REPLICA_TEST_DATA;
+constexpr A S = A::kSliding, F = A::kFull;
+
+template <typename Fn>
+std::string ErrorOf(Fn&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+json Load(const std::string& rel) { return json::parse(ReadFile(kData + "/" + rel)); }
+
+// The message FromHfJson gives for the tiny-mha config after `edit`.
+std::string EditError(const std::function<void(json&)>& edit) {
+  json j = Load("olmo3/tiny-mha/config.json");
+  edit(j);
+  return ErrorOf([&] { ModelConfig::FromHfJson(j, "edited/config.json"); });
+}
+
+ModelConfig FromEdit(const std::function<void(json&)>& edit) {
+  json j = Load("olmo3/tiny-mha/config.json");
+  edit(j);
+  return ModelConfig::FromHfJson(j, "edited/config.json");
+}
+
+void ExpectSame(const ModelConfig& a, const ModelConfig& b) {
+  EXPECT_EQ(a.model_type, b.model_type);
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.hidden_size, b.hidden_size);
+  EXPECT_EQ(a.intermediate_size, b.intermediate_size);
+  EXPECT_EQ(a.num_layers, b.num_layers);
+  EXPECT_EQ(a.num_heads, b.num_heads);
+  EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.rms_norm_eps, b.rms_norm_eps);
+  EXPECT_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_EQ(a.sliding_window, b.sliding_window);
+  EXPECT_EQ(a.layer_types, b.layer_types);
+  EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
+  EXPECT_EQ(a.max_position_embeddings, b.max_position_embeddings);
+  EXPECT_EQ(a.pad_token_id, b.pad_token_id);
+  EXPECT_EQ(a.eos_token_id, b.eos_token_id);
+  EXPECT_EQ(a.bos_token_id, b.bos_token_id);
+  EXPECT_EQ(a.initializer_range, b.initializer_range);
+}
+
+// Σ_l Σ_{i<T} Visible(l, i), by brute force.
+double BruteVisible(const ModelConfig& c, int64_t T) {
+  double s = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l)
+    for (int64_t i = 0; i < T; ++i) s += static_cast<double>(c.Visible(l, i));
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixtures (values from tests/data/olmo3/README.md)
+
+TEST(ModelConfig, TinyMhaTable) {
+  auto c = ModelConfig::FromHfFile(kData + "/olmo3/tiny-mha/config.json");
+  EXPECT_EQ(c.model_type, "olmo3");
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.intermediate_size, 160);
+  EXPECT_EQ(c.num_layers, 4);
+  EXPECT_EQ(c.num_heads, 4);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.sliding_window, 16);
+  EXPECT_EQ(c.layer_types, (std::vector<A>{S, S, S, F}));
+  EXPECT_EQ(c.rope_theta, 10000.0);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.pad_token_id, 511);
+  EXPECT_EQ(c.eos_token_id, 510);
+  EXPECT_EQ(c.bos_token_id, -1);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.max_position_embeddings, 256);
+  EXPECT_EQ(c.NumParams(), 255040);
+}
+
+TEST(ModelConfig, TinyGqaTable) {
+  auto c = ModelConfig::FromHfFile(kData + "/olmo3/tiny-gqa");  // a directory means its config.json
+  EXPECT_EQ(c.vocab_size, 384);
+  EXPECT_EQ(c.hidden_size, 96);
+  EXPECT_EQ(c.intermediate_size, 256);
+  EXPECT_EQ(c.num_layers, 8);
+  EXPECT_EQ(c.num_heads, 6);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.sliding_window, 7);
+  EXPECT_EQ(c.layer_types, (std::vector<A>{S, S, S, F, S, S, S, F}));
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.pad_token_id, 383);
+  EXPECT_EQ(c.eos_token_id, 382);
+  EXPECT_EQ(c.bos_token_id, -1);
+  EXPECT_EQ(c.NumParams(), 862816);
+}
+
+TEST(ModelConfig, LayoutMatchesFixtureWeights) {
+  for (const char* name : {"tiny-mha", "tiny-gqa"}) {
+    auto c = ModelConfig::FromHfFile(kData + "/olmo3/" + name + "/config.json");
+    ParamLayout layout = c.BuildLayout();
+    auto f = SafetensorsFile::Open(kData + "/olmo3/" + name + "/model.safetensors");
+    ASSERT_EQ(layout.views().size(), f.tensors().size()) << name;
+    for (size_t i = 0; i < f.tensors().size(); ++i) {
+      EXPECT_EQ(layout.views()[i].name, f.tensors()[i].name) << name << " #" << i;
+      EXPECT_EQ(layout.views()[i].shape, f.tensors()[i].shape) << f.tensors()[i].name;
+    }
+    EXPECT_EQ(static_cast<int64_t>(layout.num_elements()), c.NumParams());
+  }
+}
+
+TEST(ModelConfig, Olmo3_7B) {
+  auto c = ModelConfig::FromHfFile(kData + "/bench-shapes/olmo3-7b/config.json");
+  EXPECT_EQ(c.num_layers, 32);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.NumParams(), 7298617344);
+  EXPECT_EQ(static_cast<int64_t>(c.BuildLayout().num_elements()), 7298617344);
+  int full = 0;
+  for (int64_t l = 0; l < 32; ++l) {
+    EXPECT_EQ(c.layer_types[l], (l + 1) % 4 == 0 ? F : S) << l;
+    full += c.layer_types[l] == F;
+  }
+  EXPECT_EQ(full, 8);
+  // DESIGN.md §6 / bench README: 6·(params − input embedding) + 12·H·hd·(1/T)·ΣΣ visible.
+  // At T = 8192: 6·6,887,575,552 + 6·(24·(4096·4097/2 + 4096·4096) + 8·8192·8193/2).
+  EXPECT_EQ(c.FlopsPerToken(8192), 41325453312.0 + 5234982912.0);
+  EXPECT_EQ(c.pad_token_id, 100277);
+  EXPECT_EQ(c.eos_token_id, 100257);
+}
+
+TEST(ModelConfig, BenchShapesLoad) {
+  auto s = ModelConfig::FromHfFile(kData + "/bench-shapes/bench-S/config.json");
+  EXPECT_EQ(s.num_layers, 8);
+  EXPECT_EQ(s.sliding_window, 512);
+  EXPECT_EQ(s.pad_token_id, -1);
+  auto m = ModelConfig::FromHfFile(kData + "/bench-shapes/bench-124M/config.json");
+  EXPECT_EQ(m.hidden_size, 768);
+  EXPECT_EQ(m.head_dim, 64);
+  for (const ModelConfig* c : {&s, &m})
+    for (int64_t T : {1, 511, 512, 513, 1024, 4096})
+      EXPECT_DOUBLE_EQ(c->FlopsPerToken(T),
+                       6.0 * static_cast<double>(c->NumParams() - c->vocab_size * c->hidden_size) +
+                           12.0 * c->num_heads * c->head_dim * BruteVisible(*c, T) / T)
+          << T;
+}
+
+TEST(ModelConfig, VisibleAndWindow) {
+  auto c = ModelConfig::FromHfFile(kData + "/olmo3/tiny-mha/config.json");
+  EXPECT_EQ(c.Window(0), 16);
+  EXPECT_EQ(c.Window(3), 0);
+  EXPECT_EQ(c.Visible(0, 0), 1);
+  EXPECT_EQ(c.Visible(0, 14), 15);
+  EXPECT_EQ(c.Visible(0, 15), 16);
+  EXPECT_EQ(c.Visible(0, 16), 16);  // i − W < j ≤ i: W keys including itself, never W+1
+  EXPECT_EQ(c.Visible(2, 47), 16);
+  EXPECT_EQ(c.Visible(3, 47), 48);
+  EXPECT_THAT(ErrorOf([&] { c.Window(4); }), HasSubstr("layer 4"));
+  EXPECT_THAT(ErrorOf([&] { c.FlopsPerToken(0); }), HasSubstr("positive"));
+}
+
+TEST(ModelConfig, TiedEmbeddingsDropLmHeadButCountItsFlops) {
+  auto c = FromEdit([](json& j) { j["tie_word_embeddings"] = true; });
+  auto layout = c.BuildLayout();
+  EXPECT_EQ(layout.Find("lm_head.weight"), nullptr);
+  EXPECT_EQ(layout.views().back().name, "model.norm.weight");
+  EXPECT_EQ(c.NumParams(), 255040 - 512 * 64);
+  EXPECT_EQ(static_cast<int64_t>(layout.num_elements()), c.NumParams());
+  auto untied = ModelConfig::FromHfFile(kData + "/olmo3/tiny-mha/config.json");
+  EXPECT_EQ(c.FlopsPerToken(48), untied.FlopsPerToken(48));  // the LM head matmul still runs
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defaults and accepted variants
+
+TEST(ModelConfig, DefaultsWhenOptionalFieldsAbsent) {
+  auto c = FromEdit([](json& j) {
+    j.erase("layer_types");
+    j.erase("num_key_value_heads");
+    j.erase("pad_token_id");
+    j["eos_token_id"] = nullptr;
+    j.erase("hidden_act");
+    j.erase("attention_bias");
+    j.erase("rope_scaling");
+    j.erase("max_position_embeddings");
+    j["num_hidden_layers"] = 8;
+  });
+  EXPECT_EQ(c.layer_types, (std::vector<A>{S, S, S, F, S, S, S, F}));  // full iff (i+1) % 4 == 0
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.pad_token_id, -1);
+  EXPECT_EQ(c.eos_token_id, -1);
+  EXPECT_EQ(c.max_position_embeddings, 0);
+}
+
+TEST(ModelConfig, Olmo2IsAllFullAttention) {
+  auto c = FromEdit([](json& j) {
+    j["model_type"] = "olmo2";
+    j.erase("layer_types");
+    j.erase("sliding_window");
+  });
+  EXPECT_EQ(c.layer_types, (std::vector<A>{F, F, F, F}));
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.Visible(0, 100), 101);
+  EXPECT_EQ(c.ToHfJson()["architectures"][0], "Olmo2ForCausalLM");
+  ExpectSame(ModelConfig::FromHfJson(c.ToHfJson(), "rt"), c);
+}
+
+TEST(ModelConfig, AllFullOlmo3NeedsNoWindow) {
+  auto c = FromEdit([](json& j) {
+    j["layer_types"] = {"full_attention", "full_attention", "full_attention", "full_attention"};
+    j["sliding_window"] = nullptr;
+  });
+  EXPECT_EQ(c.sliding_window, 0);
+  ExpectSame(ModelConfig::FromHfJson(c.ToHfJson(), "rt"), c);
+}
+
+TEST(ModelConfig, RopeParameters) {
+  auto flat = FromEdit([](json& j) {
+    j.erase("rope_theta");
+    j.erase("rope_scaling");
+    j["rope_parameters"] = {{"rope_theta", 123456.0}, {"rope_type", "default"}};
+  });
+  EXPECT_EQ(flat.rope_theta, 123456.0);
+  auto both = FromEdit([](json& j) { j["rope_parameters"] = {{"rope_theta", 10000}, {"rope_type", "default"}}; });
+  EXPECT_EQ(both.rope_theta, 10000.0);
+  auto per_type = FromEdit([](json& j) {
+    j.erase("rope_theta");
+    j["rope_parameters"] = {{"full_attention", {{"rope_theta", 5e5}, {"rope_type", "default"}}},
+                            {"sliding_attention", {{"rope_theta", 5e5}, {"rope_type", "default"}}}};
+  });
+  EXPECT_EQ(per_type.rope_theta, 5e5);
+}
+
+TEST(ModelConfig, HeadDimConsistentIsAccepted) {
+  EXPECT_EQ(FromEdit([](json& j) { j["head_dim"] = 16; }).head_dim, 16);
+}
+
+TEST(ModelConfig, ToHfJsonRoundTrips) {
+  for (const char* rel : {"olmo3/tiny-mha/config.json", "olmo3/tiny-gqa/config.json",
+                          "bench-shapes/olmo3-7b/config.json", "bench-shapes/bench-S/config.json"}) {
+    auto c = ModelConfig::FromHfFile(kData + "/" + rel);
+    json out = c.ToHfJson();
+    ExpectSame(ModelConfig::FromHfJson(out, "rt"), c);
+    // The fields transformers reads come out as the original file has them.
+    json in = Load(rel);
+    for (const char* k : {"model_type", "vocab_size", "hidden_size", "intermediate_size",
+                          "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                          "rms_norm_eps", "rope_theta", "sliding_window", "layer_types",
+                          "pad_token_id", "eos_token_id", "bos_token_id", "tie_word_embeddings",
+                          "max_position_embeddings", "hidden_act", "attention_bias", "rope_scaling",
+                          "architectures"})
+      EXPECT_EQ(out[k], in[k]) << rel << " " << k;
+  }
+  auto tied = FromEdit([](json& j) { j["tie_word_embeddings"] = true; j["bos_token_id"] = 3; });
+  ExpectSame(ModelConfig::FromHfJson(tied.ToHfJson(), "rt"), tied);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refusals: each names the file and the field
+
+TEST(ModelConfig, MissingRequiredFields) {
+  for (const char* k : {"model_type", "vocab_size", "hidden_size", "intermediate_size",
+                        "num_hidden_layers", "num_attention_heads", "rms_norm_eps"}) {
+    EXPECT_THAT(EditError([&](json& j) { j.erase(k); }),
+                AllOf(HasSubstr("edited/config.json"), HasSubstr("missing required field"),
+                      HasSubstr(std::string("'") + k + "'")))
+        << k;
+    EXPECT_THAT(EditError([&](json& j) { j[k] = nullptr; }), HasSubstr(std::string("'") + k + "'")) << k;
+  }
+  EXPECT_THAT(EditError([](json& j) { j.erase("rope_theta"); }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'rope_theta'")));
+  EXPECT_THAT(EditError([](json& j) { j.erase("sliding_window"); }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'sliding_window'"), HasSubstr("sliding_attention")));
+  EXPECT_THAT(EditError([](json& j) {  // default pattern has sliding layers, so W is needed
+                j.erase("sliding_window");
+                j.erase("layer_types");
+              }),
+              HasSubstr("'sliding_window'"));
+}
+
+TEST(ModelConfig, WrongTypes) {
+  EXPECT_THAT(EditError([](json& j) { j["hidden_size"] = "64"; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'hidden_size'"), HasSubstr("positive integer"),
+                    HasSubstr("\"64\"")));
+  EXPECT_THAT(EditError([](json& j) { j["hidden_size"] = 64.0; }), HasSubstr("'hidden_size'"));
+  EXPECT_THAT(EditError([](json& j) { j["vocab_size"] = -1; }), HasSubstr("'vocab_size'"));
+  EXPECT_THAT(EditError([](json& j) { j["num_hidden_layers"] = 0; }), HasSubstr("'num_hidden_layers'"));
+  EXPECT_THAT(EditError([](json& j) { j["rms_norm_eps"] = "1e-5"; }), HasSubstr("'rms_norm_eps'"));
+  EXPECT_THAT(EditError([](json& j) { j["rms_norm_eps"] = 0; }), HasSubstr("'rms_norm_eps'"));
+  EXPECT_THAT(EditError([](json& j) { j["rope_theta"] = -1; }), HasSubstr("'rope_theta'"));
+  EXPECT_THAT(EditError([](json& j) { j["sliding_window"] = 0; }), HasSubstr("'sliding_window'"));
+  EXPECT_THAT(EditError([](json& j) { j["tie_word_embeddings"] = 0; }), HasSubstr("'tie_word_embeddings'"));
+  EXPECT_THAT(EditError([](json& j) { j["eos_token_id"] = {1, 2}; }), HasSubstr("'eos_token_id'"));
+  EXPECT_THAT(EditError([](json& j) { j["pad_token_id"] = -5; }), HasSubstr("'pad_token_id'"));
+  EXPECT_THAT(EditError([](json& j) { j["model_type"] = 3; }), HasSubstr("'model_type'"));
+  EXPECT_THAT(EditError([](json& j) { j["layer_types"] = "sliding_attention"; }), HasSubstr("'layer_types'"));
+  EXPECT_THAT(EditError([](json& j) { j["rope_parameters"] = 5; }), HasSubstr("'rope_parameters'"));
+  EXPECT_THAT(EditError([](json& j) { j["max_position_embeddings"] = 1.5; }),
+              HasSubstr("'max_position_embeddings'"));
+  EXPECT_THAT(ErrorOf([] { ModelConfig::FromHfJson(json::array(), "x.json"); }),
+              AllOf(HasSubstr("x.json"), HasSubstr("JSON object")));
+}
+
+TEST(ModelConfig, UnsupportedFeatures) {
+  EXPECT_THAT(EditError([](json& j) { j["model_type"] = "llama"; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'model_type'"), HasSubstr("llama")));
+  EXPECT_THAT(EditError([](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8.0}}; }),
+              AllOf(HasSubstr("'rope_scaling'"), HasSubstr("yarn")));
+  EXPECT_THAT(EditError([](json& j) { j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000}}; }),
+              AllOf(HasSubstr("'rope_parameters.rope_type'"), HasSubstr("yarn")));
+  EXPECT_THAT(EditError([](json& j) {
+                j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 10000}}},
+                                        {"sliding_attention", {{"rope_type", "linear"}, {"rope_theta", 10000}}}};
+              }),
+              HasSubstr("'rope_parameters.sliding_attention.rope_type'"));
+  EXPECT_THAT(EditError([](json& j) { j["attention_bias"] = true; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'attention_bias'")));
+  EXPECT_THAT(EditError([](json& j) { j["hidden_act"] = "gelu"; }),
+              AllOf(HasSubstr("'hidden_act'"), HasSubstr("gelu")));
+  EXPECT_THAT(EditError([](json& j) { j["attention_dropout"] = 0.1; }), HasSubstr("'attention_dropout'"));
+  EXPECT_THAT(EditError([](json& j) {
+                j["model_type"] = "olmo2";
+                j.erase("layer_types");
+              }),
+              AllOf(HasSubstr("'sliding_window'"), HasSubstr("olmo2")));
+  EXPECT_THAT(EditError([](json& j) {
+                j["model_type"] = "olmo2";
+                j.erase("sliding_window");
+              }),
+              AllOf(HasSubstr("'layer_types'"), HasSubstr("olmo2")));
+}
+
+TEST(ModelConfig, ContradictoryFields) {
+  EXPECT_THAT(EditError([](json& j) { j["num_key_value_heads"] = 3; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'num_key_value_heads'"), HasSubstr("divide")));
+  EXPECT_THAT(EditError([](json& j) { j["head_dim"] = 32; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'head_dim'"), HasSubstr("contradicts")));
+  EXPECT_THAT(EditError([](json& j) { j["hidden_size"] = 66; }),
+              AllOf(HasSubstr("'hidden_size'"), HasSubstr("not divisible")));
+  EXPECT_THAT(EditError([](json& j) {
+                j["hidden_size"] = 12;
+                j["num_attention_heads"] = 4;
+                j["num_key_value_heads"] = 4;
+              }),
+              HasSubstr("even"));  // head dim 3 cannot be rotated half-and-half
+  EXPECT_THAT(EditError([](json& j) { j["rope_parameters"] = {{"rope_theta", 500000.0}}; }),
+              AllOf(HasSubstr("'rope_parameters.rope_theta'"), HasSubstr("contradicts")));
+  EXPECT_THAT(EditError([](json& j) { j["layer_types"].push_back("full_attention"); }),
+              AllOf(HasSubstr("'layer_types'"), HasSubstr("5 entries"), HasSubstr("num_hidden_layers is 4")));
+  EXPECT_THAT(EditError([](json& j) { j["layer_types"][2] = "chunked_attention"; }),
+              AllOf(HasSubstr("'layer_types[2]'"), HasSubstr("chunked_attention")));
+  EXPECT_THAT(EditError([](json& j) { j["layer_types"][2] = 1; }), HasSubstr("'layer_types[2]'"));
+}
+
+TEST(ModelConfig, FileErrorsNameThePath) {
+  EXPECT_THAT(ErrorOf([] { ModelConfig::FromHfFile("/nonexistent/config.json"); }),
+              HasSubstr("/nonexistent/config.json"));
+  const std::string path = ::testing::TempDir() + "/replica_bad_config.json";
+  WriteFileAtomic(path, "{\"model_type\": \"olmo3\",");
+  EXPECT_THAT(ErrorOf([&] { ModelConfig::FromHfFile(path); }), AllOf(HasSubstr(path), HasSubstr("not valid JSON")));
+  json j = Load("olmo3/tiny-mha/config.json");
+  j.erase("hidden_size");
+  WriteFileAtomic(path, j.dump());
+  EXPECT_THAT(ErrorOf([&] { ModelConfig::FromHfFile(path); }), AllOf(HasSubstr(path), HasSubstr("'hidden_size'")));
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace replica
