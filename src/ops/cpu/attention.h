@@ -27,11 +27,36 @@ void AttentionBackward(const AttentionShape& s, const float* q, const float* k, 
                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
                        float* dv);
 
-// Plain scalar references (materialise each row's scores; for tests only).
+// How the backward splits work over threads. kAuto (what AttentionBackward uses) picks by the
+// thread count; all schemes give bit-identical results, which the tests check.
+enum class AttentionBackwardScheme : int {
+  kAuto = 0,
+  kPerKvHead = 1,  // one unit per (b, kv head): owns its dk, dv and its query heads' dq
+  kTwoPass = 2,    // dk/dv per (b, kv head, key tile), then dq per (b, head, query tile)
+};
+void AttentionBackwardWithScheme(const AttentionShape& s, const float* q, const float* k,
+                                 const float* v, const float* out, const float* lse,
+                                 const float* dout, float* dq, float* dk, float* dv,
+                                 AttentionBackwardScheme scheme);
+
+// Plain scalar references (materialise each row's scores; for tests only). They accumulate in
+// double and round once on store; the fast path agrees with them to ~1e-5 relative.
 void AttentionForwardReference(const AttentionShape& s, const float* q, const float* k,
                                const float* v, float* out, float* lse);
 void AttentionBackwardReference(const AttentionShape& s, const float* q, const float* k,
                                 const float* v, const float* out, const float* lse,
                                 const float* dout, float* dq, float* dk, float* dv);
+// The same references on double storage, for finite-difference gradient checks.
+void AttentionForwardReference(const AttentionShape& s, const double* q, const double* k,
+                               const double* v, double* out, double* lse);
+void AttentionBackwardReference(const AttentionShape& s, const double* q, const double* k,
+                                const double* v, const double* out, const double* lse,
+                                const double* dout, double* dq, double* dk, double* dv);
+
+// Throws Error unless B, T, H, KV, hd >= 1, H is a multiple of KV and window >= 0.
+void ValidateAttentionShape(const AttentionShape& s);
+// Number of visible (query, key) pairs of one head over a sequence of T positions:
+// Σ_i min(i+1, window) (window 0 = i+1). Forward FLOPs = 4·hd·pairs per head.
+int64_t AttentionVisiblePairs(int64_t T, int64_t window);
 
 }  // namespace replica
