@@ -1,0 +1,80 @@
+#include "eval/eval_suite.h"
+
+#include <set>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace replica::eval {
+
+EvalSuite::EvalSuite(const std::vector<std::string>& set_paths, const TextEncoder& encoder,
+                     const EvalSuiteOptions& options)
+    : options_(options) {
+  for (const std::string& p : set_paths) sets_.push_back(LoadEvalSet(p));
+  if (!options.canary_path.empty()) canary_ = std::make_unique<EvalSet>(LoadEvalSet(options.canary_path));
+  Prepare(encoder);
+}
+
+EvalSuite::EvalSuite(std::vector<EvalSet> sets, const TextEncoder& encoder,
+                     const EvalSuiteOptions& options, std::unique_ptr<EvalSet> canaries)
+    : options_(options), sets_(std::move(sets)), canary_(std::move(canaries)) {
+  Prepare(encoder);
+}
+
+void EvalSuite::Prepare(const TextEncoder& encoder) {
+  Require(options_.seq_len >= 2, "eval: sequence length must be at least 2 (got {})", options_.seq_len);
+  Require(!sets_.empty() || canary_, "eval: no evaluation sets given");
+  pad_id_ = encoder.pad_id();
+  std::set<std::string> names;
+  for (const EvalSet& s : sets_) {
+    Require(names.insert(s.name).second, "{}: another evaluation set is also named \"{}\"", s.path, s.name);
+    Require(s.name != "canary", "{}: the set name \"canary\" is reserved", s.path);
+    if (s.kind == SetKind::kPerplexity) {
+      ppl_.push_back(BuildPplInstances(s, encoder, options_.seq_len));
+      mc_.emplace_back();
+    } else {
+      mc_.push_back(BuildMcRequests(s, encoder, options_.seq_len, options_.truncate_context));
+      ppl_.emplace_back();
+    }
+  }
+  if (canary_) {
+    Require(options_.canary_vocab >= 2, "eval: canaries need the vocabulary size to draw the twin from");
+    for (const PplDoc& d : canary_->docs) {
+      for (int32_t t : d.tokens) {
+        Require(t < options_.canary_vocab, "{}:{}: canary token {} is outside [0, {})", canary_->path,
+                d.line, t, options_.canary_vocab);
+      }
+    }
+    twin_ = std::make_unique<EvalSet>(MakeCanaryTwin(*canary_, options_.canary_vocab));
+  }
+}
+
+std::vector<std::string> EvalSuite::RegisteredFiles() const {
+  std::vector<std::string> out;
+  for (const EvalSet& s : sets_) out.push_back(s.path);
+  if (canary_) out.push_back(canary_->path);
+  return out;
+}
+
+nlohmann::json EvalSuite::Run(const LossFn& loss) const {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t i = 0; i < sets_.size(); ++i) {
+    if (sets_[i].kind == SetKind::kPerplexity) {
+      out[sets_[i].name] = EvaluatePerplexity(ppl_[i], loss, options_.batch_size, pad_id_).ToJson();
+    } else {
+      out[sets_[i].name] = EvaluateMultipleChoice(mc_[i], loss).ToJson();
+    }
+  }
+  if (canary_) {
+    CanaryResult c = EvaluateCanaries(*canary_, *twin_, loss, options_.seq_len, options_.canary_alarm_z);
+    if (c.alarm) {
+      REPLICA_LOG_WARN("canary alarm: the registered canaries ({}) cost {:.4f} nats/token, their "
+                       "unregistered twin {:.4f} (z = {:.1f}): evaluation data may be in training",
+                       canary_->path, c.registered_ce, c.twin_ce, c.z);
+    }
+    out["canary"] = c.ToJson();
+  }
+  return out;
+}
+
+}  // namespace replica::eval
