@@ -1,0 +1,47 @@
+// replica plan CONFIG.yaml [--set k=v ...] [--world R] [--lr-at S1,S2,...] [--json]: what a run
+// config means (train/plan.h): parameters, FLOPs per token, memory per rank, steps, tokens, LR.
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "train/plan.h"
+#include "train/run_config.h"
+
+namespace {
+
+struct PlanArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  int64_t world = 1;
+  std::vector<int64_t> lr_at;
+  bool json = false;
+};
+
+replica::cli::CommandRegistration reg(
+    "plan", "what a run config means: parameters, FLOPs/token, memory per rank, steps, LR",
+    [](CLI::App& app) -> replica::cli::RunFn {
+      auto args = std::make_shared<PlanArgs>();
+      app.add_option("CONFIG", args->config, "run config (YAML)")->required();
+      app.add_option("--set", args->sets, "override a config key: key=value (repeatable)");
+      app.add_option("--world", args->world, "data-parallel ranks (default 1)");
+      app.add_option("--lr-at", args->lr_at, "steps to print the learning rate at (S1,S2,...)")
+          ->delimiter(',');
+      app.add_flag("--json", args->json, "print JSON on stdout");
+      return [args] {
+        const replica::RunConfig config = replica::RunConfig::Load(args->config, args->sets);
+        std::vector<int64_t> steps = args->lr_at;
+        if (steps.empty()) {
+          steps = {1, config.optim.schedule.warmup, config.train.max_steps};
+          if (config.optim.schedule.t_max > 0) steps.push_back(config.optim.schedule.t_max);
+        }
+        const replica::RunPlan plan = replica::MakePlan(config, args->world, steps);
+        if (args->json) {
+          std::printf("%s\n", plan.ToJson().dump(2).c_str());
+        } else {
+          std::fputs(plan.ToText().c_str(), stdout);
+        }
+        return 0;
+      };
+    });
+
+}  // namespace

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `replica plan`: the 7B stage-1 preset has 7,298,617,344 parameters and the recipe's LR at given
+# steps; bad input exits 2 naming the problem.   usage: plan.sh <replica-binary> <repo-root>
+set -u
+BIN=$1
+ROOT=$2
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --lr-at 1,1000,2000,476838,1192093 --json \
+  > "$tmp/s1.json" || { echo "FAIL: plan stage1 exit $?"; fail=1; }
+python3 - "$tmp/s1.json" <<'PY' || fail=1
+import json, math, sys
+p = json.load(open(sys.argv[1]))
+ok = True
+def want(cond, what):
+    global ok
+    if not cond:
+        print("FAIL:", what); ok = False
+want(p["params"] == 7298617344, f"params {p['params']}")
+want(p["steps"] == 597046, f"steps {p['steps']}")
+want(p["tokens"] == 597046 * 4194304, f"tokens {p['tokens']}")
+want(p["flops_per_token"] > 6 * (7298617344 - 4096 * 100352), "flops_per_token too small")
+want(p["memory_per_rank_bytes"] > 16 * 7298617344, "memory below params+grads+adam")
+lr = {int(k): v for k, v in p["lr_at"].items()}
+want(lr[1] == 1.5e-7, f"lr(1) {lr[1]}")
+want(lr[1000] == 1.5e-4, f"lr(1000) {lr[1000]}")
+cos = lambda s: 3e-5 + (3e-4 - 3e-5) * (1 + math.cos(math.pi * (s - 2000) / 1190093)) / 2
+want(abs(lr[476838] - cos(476838)) < 1e-18, f"lr(476838) {lr[476838]}")
+want(abs(lr[476838] - 2.0712352850360292e-4) < 1e-18, "stage-2 peak LR")
+want(lr[1192093] == 3e-5 * 1.0 or abs(lr[1192093] - 3e-5) < 1e-20, f"lr(t_max) {lr[1192093]}")
+sys.exit(0 if ok else 1)
+PY
+
+# ZeRO-1: Adam state per rank shrinks with the world size.
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --world 512 --json > "$tmp/w.json" \
+  || { echo "FAIL: plan --world 512"; fail=1; }
+python3 -c "
+import json,sys
+a=json.load(open('$tmp/s1.json'))['memory_breakdown_bytes']['adam']
+b=json.load(open('$tmp/w.json'))['memory_breakdown_bytes']['adam']
+sys.exit(0 if b*512 >= a and b*511 < a else 1)" || { echo "FAIL: adam not sharded"; fail=1; }
+
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage2.yaml" --lr-at 1,47684 --json > "$tmp/s2.json" \
+  || { echo "FAIL: plan stage2"; fail=1; }
+python3 -c "
+import json,sys
+p=json.load(open('$tmp/s2.json')); lr=p['lr_at']
+ok = abs(lr['1'] - 2.0712352850360292e-4*(1-1/47684)) < 1e-19 and lr['47684'] == 0 and p['tokens'] == 47684*2097152
+sys.exit(0 if ok else 1)" || { echo "FAIL: stage2 plan values"; fail=1; }
+
+expect_exit2() {  # expect_exit2 <what> <text the error must contain> <args...>
+  local what=$1 text=$2; shift 2
+  "$BIN" plan "$@" > /dev/null 2> "$tmp/err"
+  local rc=$?
+  if [ $rc -ne 2 ] || ! grep -q -- "$text" "$tmp/err"; then
+    echo "FAIL: $what: exit $rc, stderr: $(cat "$tmp/err")"; fail=1
+  fi
+}
+expect_exit2 "world not dividing the batch" "--world 3" "$ROOT/configs/olmo3-7b-stage1.yaml" --world 3
+expect_exit2 "unknown key" "optim.learning_rate" "$ROOT/configs/olmo3-7b-stage1.yaml" --set optim.learning_rate=1
+expect_exit2 "missing config" "nope.yaml" "$tmp/nope.yaml"
+exit $fail
