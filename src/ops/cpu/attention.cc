@@ -2,17 +2,20 @@
 // dispatch. Work is split into 64-query × 64-key tiles; only tiles that intersect the visible band
 // (causal, plus the sliding window) are touched, and only tiles cut by the band's edges are masked.
 //
-// Every tile product is a small GEMM in "broadcast" form: C[r, :] += A[r, k] · B[k, :], with B
-// packed so its rows are contiguous. Each output element is then summed over k in order, one FMA
-// at a time, so results do not depend on vector width within a target, nor on threads.
+// Every tile product is a small GEMM in "broadcast" form, C[r, :] += A[r, k] · B[k, :], where the
+// rows of B are contiguous: each output element is a sum over k in order, one FMA at a time, so a
+// result does not depend on the vector width nor on the threads. Operands are read in place from
+// q, k, v, dout whenever the head dim is a multiple of 16; only transposed operands are packed,
+// and those once per tile that is reused, not per tile pair.
 //
-// Threads and determinism (DESIGN.md §2.3): forward work units are (b, head, query tile), each
-// writing its own rows of out and lse. Backward either runs one unit per (b, kv head) that owns
+// Forward, per (b, head, query tile): Sᵀ = k·qᵀ (keys × queries), so the online softmax runs down
+// the columns with one query per lane, then O += P·v.
+// Backward recomputes P from the saved lse. Threads: either one unit per (b, kv head) that owns
 // dk, dv of that kv head and dq of its query heads (used when these units balance over the
 // threads), or two passes: dk/dv per (b, kv head, key tile), then dq per (b, head, query tile).
-// Both schemes add the same per-tile partial sums in the same order (key tiles ascending for dq;
-// query heads then query tiles ascending for dk/dv), so they give bit-identical results and the
-// choice between them, which depends on the thread count, does not change any output.
+// Both add the same per-tile terms in the same order (key tiles ascending into dq; query heads,
+// then query tiles ascending into dk/dv), so they are bit-identical, and the choice between them,
+// which depends on the thread count, changes no output (DESIGN.md §2.3).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/cpu/attention.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -38,11 +41,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-constexpr size_t kBr = 64;    // queries per tile
-constexpr size_t kBc = 64;    // keys per tile (a multiple of every target's lane count)
-constexpr size_t kRows = 4;   // micro-kernel rows
-constexpr size_t kHdAlign = 16;  // packed head dims are padded to this (>= any lane count)
-// Vectors per micro-kernel row: 4 rows × kCols accumulators must fit the register file.
+constexpr size_t kBr = 64;       // queries per tile
+constexpr size_t kBc = 64;       // keys per tile
+constexpr size_t kHdAlign = 16;  // packed head dims are padded to this (a multiple of any lane count)
+constexpr size_t kRows = 4;      // micro-kernel rows
+// Vectors per micro-kernel row: kRows × kCols accumulators must fit the register file.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 constexpr size_t kCols = 4;  // 32 zmm registers
 #else
@@ -105,7 +108,7 @@ void Gemm(size_t M, size_t ncols, size_t K, const float* A, size_t ars, size_t a
   for (; i < M; ++i) GemmRows<1, kAccumulate>(ncols, K, A + i * ars, ars, acs, B, ldb, C + i * ldc, ldc);
 }
 
-// Per-thread scratch that grows and is reused across calls (no allocation in a steady step).
+// Per-thread scratch that grows and is then reused (no allocation in a steady training step).
 class Scratch {
  public:
   float* Get(size_t n) {
@@ -120,73 +123,65 @@ class Scratch {
   hwy::AlignedFreeUniquePtr<float[]> mem_;
   size_t size_ = 0;
 };
-thread_local Scratch tls_scratch;
+thread_local Scratch tls_tile_scratch;  // tile buffers of the unit a thread is running
+thread_local Scratch tls_call_scratch;  // per-call arrays, on the calling thread
 
 struct Geometry {
   size_t B, T, H, KV, hd, hdp, W, group, nqt, nkt;
+  bool in_place;  // operands can be read from q, k, v, dout without padding
   float scale;
 
   explicit Geometry(const AttentionShape& s)
       : B(s.B), T(s.T), H(s.H), KV(s.KV), hd(s.hd),
         hdp((static_cast<size_t>(s.hd) + kHdAlign - 1) / kHdAlign * kHdAlign), W(s.window),
         group(s.H / s.KV), nqt((s.T + kBr - 1) / kBr), nkt((s.T + kBc - 1) / kBc),
-        scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hd)))) {}
+        in_place(hdp == hd), scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hd)))) {}
 
   size_t QRow(size_t b, size_t t, size_t h) const { return ((b * T + t) * H + h) * hd; }
   size_t KVRow(size_t b, size_t t, size_t g) const { return ((b * T + t) * KV + g) * hd; }
-  size_t LseAt(size_t b, size_t h, size_t t) const { return (b * H + h) * T + t; }
+  size_t LseRow(size_t b, size_t h) const { return (b * H + h) * T; }
+  size_t QStride() const { return H * hd; }
+  size_t KVStride() const { return KV * hd; }
 
-  // Key tiles a query tile sees: [first, last].
-  size_t FirstKeyTile(size_t qt) const {
-    const size_t q0 = qt * kBr;
-    return (W > 0 && q0 + 1 > W ? q0 + 1 - W : 0) / kBc;
-  }
+  // Key j is visible to query i iff First(i) <= j <= i.
+  size_t First(size_t i) const { return (W > 0 && i + 1 > W) ? i + 1 - W : 0; }
+  // Key tiles a query tile sees, [first, last]; query tiles that see a key tile, [first, last].
+  size_t FirstKeyTile(size_t qt) const { return First(qt * kBr) / kBc; }
   size_t LastKeyTile(size_t qt) const { return (std::min(T, (qt + 1) * kBr) - 1) / kBc; }
-  // Query tiles that see a key tile: [first, last].
   size_t FirstQueryTile(size_t kt) const { return kt * kBc / kBr; }
   size_t LastQueryTile(size_t kt) const {
-    const size_t k1 = std::min(T, (kt + 1) * kBc);  // one past the tile's last key
-    const size_t last_query = W > 0 ? std::min(T - 1, k1 - 1 + W - 1) : T - 1;
-    return last_query / kBr;
+    const size_t last_key = std::min(T, (kt + 1) * kBc) - 1;
+    return (W > 0 ? std::min(T - 1, last_key + W - 1) : T - 1) / kBr;
+  }
+  // True when every (query, key) of the two full tiles is visible.
+  bool TileFullyVisible(size_t q0, size_t qn, size_t k0, size_t kn) const {
+    return qn == kBr && kn == kBc && k0 + kBc - 1 <= q0 && First(q0 + kBr - 1) <= k0;
   }
 };
 
-// Sets to -inf the scores of S[qn × kBc] (query rows from q0, keys from k0) that are not visible,
-// unless the whole tile is visible.
-void MaskTile(const Geometry& g, size_t q0, size_t qn, size_t k0, float* S) {
-  const bool below_diagonal = k0 + kBc - 1 <= q0;
-  const bool inside_window = g.W == 0 || k0 + g.W > q0 + qn - 1;
-  if (below_diagonal && inside_window) return;
-  for (size_t r = 0; r < qn; ++r) {
-    const size_t i = q0 + r;
-    const size_t first = (g.W > 0 && i + 1 > g.W) ? i + 1 - g.W : 0;  // keys first..i visible
-    const size_t lo = std::min(kBc, first > k0 ? first - k0 : 0);
-    const size_t hi = i + 1 > k0 ? std::min(kBc, i + 1 - k0) : 0;
-    float* row = S + r * kBc;
-    if (lo >= hi) {
-      std::fill(row, row + kBc, kNegInf);
-    } else {
-      std::fill(row, row + lo, kNegInf);
-      std::fill(row + hi, row + kBc, kNegInf);
-    }
-  }
-}
-
-// Copies `rows` rows of width hd, stride `stride`, into dst[rows × hdp] (padding zeroed).
-void PackRows(const float* src, size_t stride, size_t rows, size_t hd, size_t hdp, float* dst) {
+// Rows of width hd, `stride` apart, either in place or copied to a zero-padded [rows × hdp] buffer
+// so that a full hdp-wide vector load never reads past a row.
+struct Rows {
+  const float* p;
+  size_t stride;
+};
+Rows PaddedRows(const Geometry& g, const float* src, size_t stride, size_t rows, float* buffer) {
+  if (g.in_place) return Rows{src, stride};
   for (size_t r = 0; r < rows; ++r) {
-    std::memcpy(dst + r * hdp, src + r * stride, hd * sizeof(float));
-    std::fill(dst + r * hdp + hd, dst + (r + 1) * hdp, 0.0f);
+    std::memcpy(buffer + r * g.hdp, src + r * stride, g.hd * sizeof(float));
+    std::fill(buffer + r * g.hdp + g.hd, buffer + (r + 1) * g.hdp, 0.0f);
   }
+  return Rows{buffer, g.hdp};
 }
 
-// Transposes `rows` rows (stride `stride`) of width hd into dst[hd × kBc]; columns >= rows zeroed.
-void PackTransposed(const float* src, size_t stride, size_t rows, size_t hd, float* dst) {
-  for (size_t d = 0; d < hd; ++d) {
-    float* out = dst + d * kBc;
-    for (size_t r = 0; r < rows; ++r) out[r] = src[r * stride + d];
-    std::fill(out + rows, out + kBc, 0.0f);
+// dst[hd × width] = transpose of `rows` rows (stride `stride`); columns rows..width-1 zeroed.
+void PackTransposed(const float* src, size_t stride, size_t rows, size_t hd, size_t width,
+                    float* dst) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = src + r * stride;
+    for (size_t c = 0; c < hd; ++c) dst[c * width + r] = row[c];
   }
+  for (size_t c = 0; c < hd; ++c) std::fill(dst + c * width + rows, dst + (c + 1) * width, 0.0f);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,66 +194,76 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
   const size_t kvh = h / g.group, hdp = g.hdp;
   const size_t q0 = qt * kBr, qn = std::min(kBr, g.T - q0);
 
-  float* mem = tls_scratch.Get(kBr * hdp * 2 + hdp * kBc + kBc * hdp + kBr * kBc + 2 * kBr);
-  float* Qp = mem;                  // [kBr × hdp]
-  float* O = Qp + kBr * hdp;        // [kBr × hdp] unnormalised output
-  float* KT = O + kBr * hdp;        // [hdp × kBc] (first hd rows used)
-  float* Vp = KT + hdp * kBc;       // [kBc × hdp]
-  float* S = Vp + kBc * hdp;        // [kBr × kBc] scores, then probabilities
-  float* m = S + kBr * kBc;         // running row max
-  float* l = m + kBr;               // running row sum
+  float* mem = tls_tile_scratch.Get(g.hd * kBr + kBc * kBr + kBr * hdp + kBc * hdp + 3 * kBr);
+  float* QT = mem;                // [hd × kBr]  qᵀ of this tile
+  float* ST = QT + g.hd * kBr;    // [kBc × kBr] scores, then probabilities (keys × queries)
+  float* O = ST + kBc * kBr;      // [kBr × hdp] unnormalised output
+  float* Vbuf = O + kBr * hdp;    // [kBc × hdp] padded v rows when hd is not a multiple of 16
+  float* m = Vbuf + kBc * hdp;    // running max per query
+  float* l = m + kBr;             // running sum per query
+  float* alpha = l + kBr;         // rescale factor of this key tile per query
 
-  PackRows(q + g.QRow(b, q0, h), g.H * g.hd, qn, g.hd, hdp, Qp);
-  std::fill(O, O + qn * hdp, 0.0f);
-  std::fill(m, m + qn, kNegInf);
-  std::fill(l, l + qn, 0.0f);
+  PackTransposed(q + g.QRow(b, q0, h), g.QStride(), qn, g.hd, kBr, QT);
+  std::fill(O, O + kBr * hdp, 0.0f);
+  std::fill(m, m + kBr, kNegInf);
+  std::fill(l, l + kBr, 0.0f);
   const VF vscale = hn::Set(d, g.scale);
+  const VF vneginf = hn::Set(d, kNegInf);
 
   for (size_t kt = g.FirstKeyTile(qt); kt <= g.LastKeyTile(qt); ++kt) {
     const size_t k0 = kt * kBc, kn = std::min(kBc, g.T - k0);
-    PackTransposed(k + g.KVRow(b, k0, kvh), g.KV * g.hd, kn, g.hd, KT);
-    PackRows(v + g.KVRow(b, k0, kvh), g.KV * g.hd, kn, g.hd, hdp, Vp);
-
-    Gemm<false>(qn, kBc, g.hd, Qp, hdp, 1, KT, kBc, S, kBc);
-    MaskTile(g, q0, qn, k0, S);
-
-    // Online softmax: rescale what was accumulated so far to the new row maximum.
-    for (size_t r = 0; r < qn; ++r) {
-      float* srow = S + r * kBc;
-      VF vmax = hn::Set(d, kNegInf);
-      for (size_t j = 0; j < kBc; j += N) {
-        const VF x = hn::Mul(hn::LoadU(d, srow + j), vscale);
-        hn::StoreU(x, d, srow + j);
-        vmax = hn::Max(vmax, x);
-      }
-      const float m_new = std::max(m[r], hn::GetLane(hn::MaxOfLanes(d, vmax)));
-      if (m_new == kNegInf) {  // nothing visible to this row yet
-        std::fill(srow, srow + kBc, 0.0f);
-        continue;
-      }
-      const VF vm = hn::Set(d, m_new);
-      VF vsum = hn::Zero(d);
-      for (size_t j = 0; j < kBc; j += N) {
-        const VF p = hn::Exp(d, hn::Sub(hn::LoadU(d, srow + j), vm));
-        hn::StoreU(p, d, srow + j);
-        vsum = hn::Add(vsum, p);
-      }
-      const float alpha = std::exp(m[r] - m_new);  // 0 on the row's first visible tile
-      l[r] = l[r] * alpha + hn::GetLane(hn::SumOfLanes(d, vsum));
-      m[r] = m_new;
-      if (alpha != 1.0f) {
-        const VF va = hn::Set(d, alpha);
-        float* orow = O + r * hdp;
-        for (size_t c = 0; c < hdp; c += N) hn::StoreU(hn::Mul(hn::LoadU(d, orow + c), va), d, orow + c);
+    Gemm<false>(kn, kBr, g.hd, k + g.KVRow(b, k0, kvh), g.KVStride(), 1, QT, kBr, ST, kBr);
+    if (!g.TileFullyVisible(q0, qn, k0, kn)) {
+      for (size_t j = 0; j < kn; ++j) {  // key k0+j is visible to queries [key, key+W) ∩ tile
+        const size_t key = k0 + j;
+        const size_t lo = std::min(qn, key > q0 ? key - q0 : 0);
+        const size_t end = g.W > 0 ? key + g.W : g.T;
+        const size_t hi = end > q0 ? std::min(qn, end - q0) : 0;
+        float* row = ST + j * kBr;
+        if (lo >= hi) {
+          std::fill(row, row + kBr, kNegInf);
+        } else {
+          std::fill(row, row + lo, kNegInf);
+          std::fill(row + hi, row + kBr, kNegInf);
+        }
       }
     }
-    Gemm<true>(qn, hdp, kn, S, kBc, 1, Vp, hdp, O, hdp);
+    // Online softmax down each column (one query per lane).
+    for (size_t c = 0; c < kBr; c += N) {
+      VF vmax = vneginf;
+      for (size_t j = 0; j < kn; ++j) {
+        const VF x = hn::Mul(hn::LoadU(d, ST + j * kBr + c), vscale);
+        hn::StoreU(x, d, ST + j * kBr + c);
+        vmax = hn::Max(vmax, x);
+      }
+      const VF m_old = hn::LoadU(d, m + c);
+      const VF m_new = hn::Max(m_old, vmax);
+      // A query with nothing visible yet keeps m = -inf; subtract 0 for it to avoid inf - inf.
+      const VF m_sub = hn::IfThenZeroElse(hn::Eq(m_new, vneginf), m_new);
+      VF sum = hn::Zero(d);
+      for (size_t j = 0; j < kn; ++j) {
+        const VF p = hn::Exp(d, hn::Sub(hn::LoadU(d, ST + j * kBr + c), m_sub));
+        hn::StoreU(p, d, ST + j * kBr + c);
+        sum = hn::Add(sum, p);
+      }
+      const VF a = hn::Exp(d, hn::Sub(m_old, m_sub));  // 0 on a query's first visible tile
+      hn::StoreU(hn::MulAdd(hn::LoadU(d, l + c), a, sum), d, l + c);
+      hn::StoreU(m_new, d, m + c);
+      hn::StoreU(a, d, alpha + c);
+    }
+    for (size_t r = 0; r < qn; ++r) {
+      const VF a = hn::Set(d, alpha[r]);
+      float* orow = O + r * hdp;
+      for (size_t c = 0; c < hdp; c += N) hn::StoreU(hn::Mul(hn::LoadU(d, orow + c), a), d, orow + c);
+    }
+    const Rows vr = PaddedRows(g, v + g.KVRow(b, k0, kvh), g.KVStride(), kn, Vbuf);
+    Gemm<true>(qn, hdp, kn, ST, 1, kBr, vr.p, vr.stride, O, hdp);  // O += P v
   }
 
   for (size_t r = 0; r < qn; ++r) {
     float* orow = out + g.QRow(b, q0 + r, h);
     for (size_t c = 0; c < g.hd; ++c) orow[c] = O[r * hdp + c] / l[r];
-    lse[g.LseAt(b, h, q0 + r)] = m[r] + std::log(l[r]);
+    lse[g.LseRow(b, h) + q0 + r] = m[r] + std::log(l[r]);
   }
 }
 
@@ -266,8 +271,8 @@ void ForwardImpl(const AttentionShape& s, const float* q, const float* k, const 
                  float* out, float* lse) {
   const Geometry g(s);
   const int64_t units = static_cast<int64_t>(g.B * g.H * g.nqt);
-  // Units are independent (each writes only its own rows), so a dynamic schedule balances the
-  // uneven causal work without affecting any result.
+  // Units are independent (each writes only its own rows of out and lse), so a dynamic schedule
+  // balances the uneven causal work without affecting any result.
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t u = 0; u < units; ++u) {
     const size_t qt = u % g.nqt, bh = u / g.nqt;
@@ -281,110 +286,90 @@ void ForwardImpl(const AttentionShape& s, const float* q, const float* k, const 
 struct BackwardArgs {
   const float *q, *k, *v, *out, *lse, *dout;
   float *dq, *dk, *dv;
+  const float* D;  // [B, H, T] rowsum(dout ∘ out)
 };
 
-// One key tile, packed three ways, and the dk/dv partial sums of that tile.
-struct KeyTile {
-  size_t k0, kn;
-  float* KT;   // [hdp × kBc] kᵀ  (for S = q kᵀ)
-  float* VT;   // [hdp × kBc] vᵀ  (for dP = dout vᵀ)
-  float* Kp;   // [kBc × hdp] k   (for dq = dS k)
-  float* dK;   // [kBc × hdp]
+// Buffers of one unit of backward work.
+struct BackwardScratch {
+  float* KT;   // [hd × kBc]  kᵀ of the key tile (for S = q kᵀ)
+  float* VT;   // [hd × kBc]  vᵀ (for dP = dout vᵀ)
+  float* dK;   // [kBc × hdp] the key tile's dk terms
   float* dV;   // [kBc × hdp]
-};
-
-// One query tile of one head, packed, with its lse and D = rowsum(dout ∘ out).
-struct QueryTile {
-  size_t q0, qn, h;
-  float* Qp;   // [kBr × hdp]
-  float* dOp;  // [kBr × hdp]
-  float* lse;  // [kBr]
-  float* D;    // [kBr]
-};
-
-struct PairScratch {
   float* P;    // [kBr × kBc]
-  float* dS;   // [kBr × kBc]
-  float* dQ;   // [kBr × hdp]
+  float* dS;   // [kBr × kBc] dP, then dS
+  float* dQ;   // [kBr × hdp] padded dq terms when hd is not a multiple of 16
+  float* Kbuf; // [kBc × hdp] padded k rows, likewise
+  float* Qbuf; // [kBr × hdp] padded q rows
+  float* dObuf;// [kBr × hdp] padded dout rows
+
+  static size_t Floats(const Geometry& g) {
+    return 2 * g.hd * kBc + 2 * kBc * g.hdp + 2 * kBr * kBc + kBr * g.hdp + kBc * g.hdp +
+           2 * kBr * g.hdp;
+  }
+  BackwardScratch(const Geometry& g, float* mem) {
+    KT = mem;
+    VT = KT + g.hd * kBc;
+    dK = VT + g.hd * kBc;
+    dV = dK + kBc * g.hdp;
+    P = dV + kBc * g.hdp;
+    dS = P + kBr * kBc;
+    dQ = dS + kBr * kBc;
+    Kbuf = dQ + kBr * g.hdp;
+    Qbuf = Kbuf + kBc * g.hdp;
+    dObuf = Qbuf + kBr * g.hdp;
+  }
 };
 
-size_t KeyTileFloats(const Geometry& g) { return 2 * g.hdp * kBc + 3 * kBc * g.hdp; }
-size_t QueryTileFloats(const Geometry& g) { return 2 * kBr * g.hdp + 2 * kBr; }
-size_t PairFloats(const Geometry& g) { return 2 * kBr * kBc + kBr * g.hdp; }
-
-KeyTile CarveKeyTile(const Geometry& g, float* mem) {
-  KeyTile t{};
-  t.KT = mem;
-  t.VT = t.KT + g.hdp * kBc;
-  t.Kp = t.VT + g.hdp * kBc;
-  t.dK = t.Kp + kBc * g.hdp;
-  t.dV = t.dK + kBc * g.hdp;
+// The key tile kt of kv head kvh, transposed for the score products.
+struct KeyTile {
+  size_t k0, kn, kvh;
+};
+KeyTile LoadKeyTile(const Geometry& g, const BackwardArgs& a, size_t b, size_t kvh, size_t kt,
+                    BackwardScratch& s) {
+  KeyTile t{kt * kBc, std::min(kBc, g.T - kt * kBc), kvh};
+  PackTransposed(a.k + g.KVRow(b, t.k0, kvh), g.KVStride(), t.kn, g.hd, kBc, s.KT);
+  PackTransposed(a.v + g.KVRow(b, t.k0, kvh), g.KVStride(), t.kn, g.hd, kBc, s.VT);
   return t;
 }
-QueryTile CarveQueryTile(const Geometry& g, float* mem) {
-  QueryTile t{};
-  t.Qp = mem;
-  t.dOp = t.Qp + kBr * g.hdp;
-  t.lse = t.dOp + kBr * g.hdp;
-  t.D = t.lse + kBr;
-  return t;
-}
-PairScratch CarvePair(const Geometry& g, float* mem) {
-  PairScratch p{};
-  p.P = mem;
-  p.dS = p.P + kBr * kBc;
-  p.dQ = p.dS + kBr * kBc;
-  return p;
-}
 
-void LoadKeyTile(const Geometry& g, const BackwardArgs& a, size_t b, size_t kvh, size_t kt,
-                 KeyTile& t) {
-  t.k0 = kt * kBc;
-  t.kn = std::min(kBc, g.T - t.k0);
-  const size_t stride = g.KV * g.hd;
-  PackTransposed(a.k + g.KVRow(b, t.k0, kvh), stride, t.kn, g.hd, t.KT);
-  PackTransposed(a.v + g.KVRow(b, t.k0, kvh), stride, t.kn, g.hd, t.VT);
-  PackRows(a.k + g.KVRow(b, t.k0, kvh), stride, t.kn, g.hd, g.hdp, t.Kp);
-}
-
-void LoadQueryTile(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, size_t qt,
-                   QueryTile& t) {
-  t.q0 = qt * kBr;
-  t.qn = std::min(kBr, g.T - t.q0);
-  t.h = h;
-  const size_t stride = g.H * g.hd;
-  PackRows(a.q + g.QRow(b, t.q0, h), stride, t.qn, g.hd, g.hdp, t.Qp);
-  PackRows(a.dout + g.QRow(b, t.q0, h), stride, t.qn, g.hd, g.hdp, t.dOp);
-  for (size_t r = 0; r < t.qn; ++r) {
-    t.lse[r] = a.lse[g.LseAt(b, h, t.q0 + r)];
-    const float* o = a.out + g.QRow(b, t.q0 + r, h);
-    const float* dO = t.dOp + r * g.hdp;
-    float D = 0;
-    for (size_t c = 0; c < g.hd; ++c) D += dO[c] * o[c];
-    t.D[r] = D;
-  }
-}
-
-// The gradient contributions of one (query tile, key tile) pair: dk/dv partial sums into the key
-// tile's accumulators when with_dkdv, and dq rows += this pair's share when `dq` is non-null.
-void BackwardPair(const Geometry& g, const QueryTile& qt, KeyTile& kt, PairScratch& ps,
-                  bool with_dkdv, float* dq, size_t dq_stride) {
+// The terms of one (query tile, key tile) pair of head h: into the key tile's dK, dV sums when
+// with_dkdv, and into dq when with_dq.
+void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, size_t qt,
+                  const KeyTile& kt, BackwardScratch& s, bool with_dkdv, bool with_dq) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  const size_t hdp = g.hdp, qn = qt.qn, kn = kt.kn;
+  const size_t hdp = g.hdp, q0 = qt * kBr, qn = std::min(kBr, g.T - q0), kn = kt.kn;
+  const float* q = a.q + g.QRow(b, q0, h);
+  const float* dout = a.dout + g.QRow(b, q0, h);
+  const float* lse = a.lse + g.LseRow(b, h) + q0;
+  const float* D = a.D + g.LseRow(b, h) + q0;
 
-  Gemm<false>(qn, kBc, g.hd, qt.Qp, hdp, 1, kt.KT, kBc, ps.P, kBc);
-  MaskTile(g, qt.q0, qn, kt.k0, ps.P);
-  Gemm<false>(qn, kBc, g.hd, qt.dOp, hdp, 1, kt.VT, kBc, ps.dS, kBc);
+  Gemm<false>(qn, kBc, g.hd, q, g.QStride(), 1, s.KT, kBc, s.P, kBc);      // S = q kᵀ
+  if (!g.TileFullyVisible(q0, qn, kt.k0, kn)) {
+    for (size_t r = 0; r < qn; ++r) {
+      const size_t i = q0 + r;
+      const size_t first = g.First(i);
+      const size_t lo = std::min(kBc, first > kt.k0 ? first - kt.k0 : 0);
+      const size_t hi = i + 1 > kt.k0 ? std::min(kBc, i + 1 - kt.k0) : 0;
+      float* row = s.P + r * kBc;
+      if (lo >= hi) {
+        std::fill(row, row + kBc, kNegInf);
+      } else {
+        std::fill(row, row + lo, kNegInf);
+        std::fill(row + hi, row + kBc, kNegInf);
+      }
+    }
+  }
+  Gemm<false>(qn, kBc, g.hd, dout, g.QStride(), 1, s.VT, kBc, s.dS, kBc);  // dP = dout vᵀ
 
   const VF vscale = hn::Set(d, g.scale);
   for (size_t r = 0; r < qn; ++r) {
-    float* prow = ps.P + r * kBc;
-    float* dsrow = ps.dS + r * kBc;
-    const VF vlse = hn::Set(d, qt.lse[r]);
-    const VF vD = hn::Set(d, qt.D[r]);
+    float* prow = s.P + r * kBc;
+    float* dsrow = s.dS + r * kBc;
+    const VF vlse = hn::Set(d, lse[r]);
+    const VF vD = hn::Set(d, D[r]);
     for (size_t j = 0; j < kBc; j += N) {
-      // Masked scores are -inf and give p = 0.
+      // Masked scores are -inf and give p = 0 (key columns past the sequence are masked too).
       const VF p = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, prow + j), vscale), vlse));
       hn::StoreU(p, d, prow + j);
       const VF ds = hn::Mul(hn::Mul(p, hn::Sub(hn::LoadU(d, dsrow + j), vD)), vscale);
@@ -393,72 +378,72 @@ void BackwardPair(const Geometry& g, const QueryTile& qt, KeyTile& kt, PairScrat
   }
 
   if (with_dkdv) {
-    Gemm<true>(kn, hdp, qn, ps.P, 1, kBc, qt.dOp, hdp, kt.dV, hdp);   // dV += Pᵀ dO
-    Gemm<true>(kn, hdp, qn, ps.dS, 1, kBc, qt.Qp, hdp, kt.dK, hdp);   // dK += dSᵀ Q
+    const Rows dor = PaddedRows(g, dout, g.QStride(), qn, s.dObuf);
+    const Rows qr = PaddedRows(g, q, g.QStride(), qn, s.Qbuf);
+    Gemm<true>(kn, hdp, qn, s.P, 1, kBc, dor.p, dor.stride, s.dV, hdp);   // dV += Pᵀ dout
+    Gemm<true>(kn, hdp, qn, s.dS, 1, kBc, qr.p, qr.stride, s.dK, hdp);    // dK += dSᵀ q
   }
-  if (dq != nullptr) {
-    Gemm<false>(qn, hdp, kn, ps.dS, kBc, 1, kt.Kp, hdp, ps.dQ, hdp);  // this pair's dS K
-    for (size_t r = 0; r < qn; ++r) {
-      float* row = dq + r * dq_stride;
-      const float* part = ps.dQ + r * hdp;
-      for (size_t c = 0; c < g.hd; ++c) row[c] += part[c];
-    }
-  }
-}
-
-void AddKeyTileGrads(const Geometry& g, const BackwardArgs& a, size_t b, size_t kvh,
-                     const KeyTile& t) {
-  for (size_t r = 0; r < t.kn; ++r) {
-    float* dk = a.dk + g.KVRow(b, t.k0 + r, kvh);
-    float* dv = a.dv + g.KVRow(b, t.k0 + r, kvh);
-    for (size_t c = 0; c < g.hd; ++c) {
-      dk[c] += t.dK[r * g.hdp + c];
-      dv[c] += t.dV[r * g.hdp + c];
+  if (with_dq) {
+    const Rows kr = PaddedRows(g, a.k + g.KVRow(b, kt.k0, kt.kvh), g.KVStride(), kn, s.Kbuf);
+    float* dq = a.dq + g.QRow(b, q0, h);
+    if (g.in_place) {
+      Gemm<true>(qn, hdp, kn, s.dS, kBc, 1, kr.p, kr.stride, dq, g.QStride());  // dq += dS k
+    } else {
+      Gemm<false>(qn, hdp, kn, s.dS, kBc, 1, kr.p, kr.stride, s.dQ, hdp);
+      for (size_t r = 0; r < qn; ++r) {
+        for (size_t c = 0; c < g.hd; ++c) dq[r * g.QStride() + c] += s.dQ[r * hdp + c];
+      }
     }
   }
 }
 
 // Every query tile of every head in kv head kvh's group against key tile kt, in a fixed order
-// (heads, then query tiles, ascending). dq is updated too when with_dq.
+// (heads, then query tiles, ascending); adds the sums to dk, dv. dq is updated too when with_dq.
 void BackwardKeyTile(const Geometry& g, const BackwardArgs& a, size_t b, size_t kvh, size_t kt,
-                     bool with_dq, float* mem) {
-  KeyTile key = CarveKeyTile(g, mem);
-  QueryTile query = CarveQueryTile(g, mem + KeyTileFloats(g));
-  PairScratch ps = CarvePair(g, mem + KeyTileFloats(g) + QueryTileFloats(g));
-  LoadKeyTile(g, a, b, kvh, kt, key);
-  std::fill(key.dK, key.dK + kBc * g.hdp, 0.0f);
-  std::fill(key.dV, key.dV + kBc * g.hdp, 0.0f);
-  const size_t dq_stride = g.H * g.hd;
+                     bool with_dq, BackwardScratch& s) {
+  const KeyTile key = LoadKeyTile(g, a, b, kvh, kt, s);
+  std::fill(s.dK, s.dK + kBc * g.hdp, 0.0f);
+  std::fill(s.dV, s.dV + kBc * g.hdp, 0.0f);
   for (size_t h = kvh * g.group; h < (kvh + 1) * g.group; ++h) {
     for (size_t qt = g.FirstQueryTile(kt); qt <= g.LastQueryTile(kt); ++qt) {
-      LoadQueryTile(g, a, b, h, qt, query);
-      float* dq = with_dq ? a.dq + g.QRow(b, query.q0, h) : nullptr;
-      BackwardPair(g, query, key, ps, /*with_dkdv=*/true, dq, dq_stride);
+      BackwardPair(g, a, b, h, qt, key, s, /*with_dkdv=*/true, with_dq);
     }
   }
-  AddKeyTileGrads(g, a, b, kvh, key);
-}
-
-// dq of one query tile: its key tiles ascending, as BackwardKeyTile visits them.
-void BackwardQueryTileDq(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, size_t qt,
-                         float* mem) {
-  KeyTile key = CarveKeyTile(g, mem);
-  QueryTile query = CarveQueryTile(g, mem + KeyTileFloats(g));
-  PairScratch ps = CarvePair(g, mem + KeyTileFloats(g) + QueryTileFloats(g));
-  LoadQueryTile(g, a, b, h, qt, query);
-  float* dq = a.dq + g.QRow(b, query.q0, h);
-  for (size_t kt = g.FirstKeyTile(qt); kt <= g.LastKeyTile(qt); ++kt) {
-    LoadKeyTile(g, a, b, h / g.group, kt, key);
-    BackwardPair(g, query, key, ps, /*with_dkdv=*/false, dq, g.H * g.hd);
+  for (size_t r = 0; r < key.kn; ++r) {
+    float* dk = a.dk + g.KVRow(b, key.k0 + r, kvh);
+    float* dv = a.dv + g.KVRow(b, key.k0 + r, kvh);
+    for (size_t c = 0; c < g.hd; ++c) {
+      dk[c] += s.dK[r * g.hdp + c];
+      dv[c] += s.dV[r * g.hdp + c];
+    }
   }
 }
 
-void BackwardImpl(const AttentionShape& s, const float* q, const float* k, const float* v,
+// dq of one query tile: its key tiles ascending, as BackwardKeyTile reaches them.
+void BackwardQueryTileDq(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, size_t qt,
+                         BackwardScratch& s) {
+  for (size_t kt = g.FirstKeyTile(qt); kt <= g.LastKeyTile(qt); ++kt) {
+    const KeyTile key = LoadKeyTile(g, a, b, h / g.group, kt, s);
+    BackwardPair(g, a, b, h, qt, key, s, /*with_dkdv=*/false, /*with_dq=*/true);
+  }
+}
+
+void BackwardImpl(const AttentionShape& shape, const float* q, const float* k, const float* v,
                   const float* out, const float* lse, const float* dout, float* dq, float* dk,
                   float* dv, int scheme) {
-  const Geometry g(s);
-  const BackwardArgs a{q, k, v, out, lse, dout, dq, dk, dv};
-  const size_t scratch = KeyTileFloats(g) + QueryTileFloats(g) + PairFloats(g);
+  const Geometry g(shape);
+  const int64_t rows = static_cast<int64_t>(g.B * g.H * g.T);
+  float* D = tls_call_scratch.Get(rows);
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {  // row = (b·H + h)·T + t
+    const size_t t = row % g.T, bh = row / g.T;
+    const size_t at = g.QRow(bh / g.H, t, bh % g.H);
+    float sum = 0;
+    for (size_t c = 0; c < g.hd; ++c) sum += dout[at + c] * out[at + c];
+    D[row] = sum;
+  }
+  const BackwardArgs a{q, k, v, out, lse, dout, dq, dk, dv, D};
+  const size_t scratch = BackwardScratch::Floats(g);
   const int64_t groups = static_cast<int64_t>(g.B * g.KV);
   const int64_t threads = omp_get_max_threads();
   // scheme 0 = choose; 1 = one pass per (b, kv head); 2 = two passes. Same results either way.
@@ -467,8 +452,8 @@ void BackwardImpl(const AttentionShape& s, const float* q, const float* k, const
   if (one_pass) {
 #pragma omp parallel for schedule(static)
     for (int64_t u = 0; u < groups; ++u) {
-      float* mem = tls_scratch.Get(scratch);
-      for (size_t kt = 0; kt < g.nkt; ++kt) BackwardKeyTile(g, a, u / g.KV, u % g.KV, kt, true, mem);
+      BackwardScratch s(g, tls_tile_scratch.Get(scratch));
+      for (size_t kt = 0; kt < g.nkt; ++kt) BackwardKeyTile(g, a, u / g.KV, u % g.KV, kt, true, s);
     }
     return;
   }
@@ -476,13 +461,15 @@ void BackwardImpl(const AttentionShape& s, const float* q, const float* k, const
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t u = 0; u < key_units; ++u) {
     const size_t kt = u % g.nkt, bg = u / g.nkt;
-    BackwardKeyTile(g, a, bg / g.KV, bg % g.KV, kt, false, tls_scratch.Get(scratch));
+    BackwardScratch s(g, tls_tile_scratch.Get(scratch));
+    BackwardKeyTile(g, a, bg / g.KV, bg % g.KV, kt, false, s);
   }
   const int64_t query_units = static_cast<int64_t>(g.B * g.H * g.nqt);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t u = 0; u < query_units; ++u) {
     const size_t qt = u % g.nqt, bh = u / g.nqt;
-    BackwardQueryTileDq(g, a, bh / g.H, bh % g.H, qt, tls_scratch.Get(scratch));
+    BackwardScratch s(g, tls_tile_scratch.Get(scratch));
+    BackwardQueryTileDq(g, a, bh / g.H, bh % g.H, qt, s);
   }
 }
 
