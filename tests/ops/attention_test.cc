@@ -1,8 +1,10 @@
 // Attention: the tiled fast path against the scalar reference (forward out and lse, backward dq,
 // dk, dv) across head layouts, window edges and tile-crossing sizes; the reference's gradients
-// against finite differences in double; the visible key set of every query; bit-identical
-// results across thread counts and backward schemes; and errors for bad shapes.
+// against finite differences in double; the visible key set of every query; every SIMD target the
+// build dispatches to; bit-identical results across thread counts and backward schemes; and
+// errors for bad shapes.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <algorithm>
 #include <cmath>
@@ -130,6 +132,32 @@ TEST(Attention, FastMatchesReference) {
       EXPECT_LT(MaxRelativeError(fast.dv, ref.dv), 1e-5) << "dv, amplitude " << amplitude;
     }
   }
+}
+
+// The fast path dispatches at run time to the best SIMD target; check each compiled target that
+// this CPU runs (scalar, SSSE3, SSE4, AVX2, AVX-512 on x86), not only the best one.
+TEST(Attention, EverySimdTargetMatchesReference) {
+  const AttentionShape shapes[] = {{1, 130, 2, 1, 24, 50}, {2, 129, 6, 2, 64, 70},
+                                   {1, 70, 2, 2, 16, 0}};
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const AttentionShape& s : shapes) {
+      SCOPED_TRACE(std::string(hwy::TargetName(target)) + " " + Describe(s));
+      const Tensors t(s, 53, 2.0f);
+      const Result ref = RunAttention(s, t, Impl::kReference);
+      const Result fast = RunAttention(s, t, Impl::kFast, AttentionBackwardScheme::kPerKvHead);
+      const Result two_pass = RunAttention(s, t, Impl::kFast, AttentionBackwardScheme::kTwoPass);
+      EXPECT_LT(MaxRelativeError(fast.out, ref.out), 1e-5);
+      EXPECT_LT(MaxRelativeError(fast.lse, ref.lse), 1e-5);
+      EXPECT_LT(MaxRelativeError(fast.dq, ref.dq), 2e-5);
+      EXPECT_LT(MaxRelativeError(fast.dk, ref.dk), 2e-5);
+      EXPECT_LT(MaxRelativeError(fast.dv, ref.dv), 1e-5);
+      EXPECT_TRUE(BitIdentical(fast.dq, two_pass.dq));
+      EXPECT_TRUE(BitIdentical(fast.dk, two_pass.dk));
+      EXPECT_TRUE(BitIdentical(fast.dv, two_pass.dv));
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(Attention, BackwardSchemesAreBitIdentical) {
