@@ -122,13 +122,19 @@ CommandRegistration reg(
       CLI::App* order = app.add_subcommand(
           "order", "OLMo-core NumpyFSLDataLoader global instance order for N instances");
       order->add_option("--instances", oa->instances, "number of instances N (1..2^32-2)")
-          ->required();
-      order->add_option("--seed", oa->seed, "data seed S")->required();
+          ->required()
+          ->check(CLI::NonNegativeNumber);
+      order->add_option("--seed", oa->seed, "data seed S")
+          ->required()
+          ->check(CLI::NonNegativeNumber);
       order->add_option("--epoch", oa->epoch, "epoch E (the RNG is seeded with S + E)")
-          ->required();
+          ->required()
+          ->check(CLI::NonNegativeNumber);
       order->add_option("--global-batch", oa->global_batch,
-                        "instances per global batch I (default 1)");
-      order->add_option("--world", oa->world, "data-parallel ranks R; must divide I (default 1)");
+                        "instances per global batch I (default 1)")
+          ->check(CLI::PositiveNumber);
+      order->add_option("--world", oa->world, "data-parallel ranks R; must divide I (default 1)")
+          ->check(CLI::PositiveNumber);
       order->add_option("--batch", oa->batch,
                         "global batch b whose per-rank split is printed (negative: from the end)");
       order->add_flag("--json", oa->json, "print JSON");
@@ -136,9 +142,12 @@ CommandRegistration reg(
       auto ia = std::make_shared<InfoArgs>();
       CLI::App* info = app.add_subcommand("info", "Instances and fingerprint of token files");
       info->add_option("files", ia->files, "token files, in order")->required();
-      info->add_option("--seq-len", ia->seq_len, "sequence length")->required();
+      info->add_option("--seq-len", ia->seq_len, "sequence length")
+          ->required()
+          ->check(CLI::PositiveNumber);
       info->add_option("--dtype", ia->dtype, "uint32 (default) or uint16");
-      info->add_option("--vocab-size", ia->vocab_size, "ids must be below it (default 100278)");
+      info->add_option("--vocab-size", ia->vocab_size, "ids must be below it (default 100278)")
+          ->check(CLI::PositiveNumber);
       info->add_flag("--json", ia->json, "print JSON");
 
       return [=]() -> int {

@@ -152,7 +152,7 @@ TEST(DataOrder, MatchesDebianNumpyForRandomCases) {
   // Edge sizes around mask boundaries and multi-word seeds, then random cases.
   std::vector<Case> cases = {{1, 0, 0},           {2, 0, 1},          {3, 7, 0},
                              {65536, 1, 1},       {65537, 2, 3},      {1000, 1ULL << 32, 0},
-                             {5000, ~0ULL - 3, 3}, {4097, 123456789012345ULL, 2}};
+                             {5000, ~0ULL - 3, 3}, {4097, 123456789012345ULL, 2}, {50, ~0ULL, 7}};  // the last sums past 2^64
   while (cases.size() < 24)
     cases.push_back({1 + gen() % 100'000, gen() % (1ULL << (gen() % 64)), gen() % 10});
 
