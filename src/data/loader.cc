@@ -48,6 +48,7 @@ LoaderState LoaderState::FromJson(const nlohmann::json& j) {
 }
 
 int64_t RankBatch::num_micro_batches() const {
+  if (micro_batch_instances <= 0) return 0;
   return static_cast<int64_t>(instances.size()) / micro_batch_instances;
 }
 
