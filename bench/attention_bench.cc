@@ -17,8 +17,15 @@ using replica::AttentionShape;
 
 struct Inputs {
   explicit Inputs(const AttentionShape& s)
-      : q(s.B * s.T * s.H * s.hd), k(s.B * s.T * s.KV * s.hd), v(k.size()), out(q.size()),
-        lse(s.B * s.H * s.T), dout(q.size()), dq(q.size()), dk(k.size()), dv(k.size()) {
+      : q(s.B * s.T * s.H * s.hd),
+        k(s.B * s.T * s.KV * s.hd),
+        v(k.size()),
+        out(q.size()),
+        lse(s.B * s.H * s.T),
+        dout(q.size()),
+        dq(q.size()),
+        dk(k.size()),
+        dv(k.size()) {
     std::mt19937 rng(1);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     for (auto* x : {&q, &k, &v, &dout}) {

@@ -3,6 +3,8 @@
 // against finite differences in double; the visible key set of every query; every SIMD target the
 // build dispatches to; bit-identical results across thread counts and backward schemes; and
 // errors for bad shapes.
+#include "ops/cpu/attention.h"
+
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
@@ -15,7 +17,6 @@
 
 #include "core/error.h"
 #include "core/threads.h"
-#include "ops/cpu/attention.h"
 
 namespace replica {
 namespace {
@@ -51,7 +52,7 @@ struct Result {
 enum class Impl { kReference, kFast };
 
 Result RunAttention(const AttentionShape& s, const Tensors& t, Impl impl,
-           AttentionBackwardScheme scheme = AttentionBackwardScheme::kAuto) {
+                    AttentionBackwardScheme scheme = AttentionBackwardScheme::kAuto) {
   Result r;
   r.out.assign(t.qsize, 0.0f);
   r.lse.assign(s.B * s.H * s.T, 0.0f);
@@ -64,9 +65,8 @@ Result RunAttention(const AttentionShape& s, const Tensors& t, Impl impl,
                                t.dout.data(), r.dq.data(), r.dk.data(), r.dv.data());
   } else {
     AttentionForward(s, t.q.data(), t.k.data(), t.v.data(), r.out.data(), r.lse.data());
-    AttentionBackwardWithScheme(s, t.q.data(), t.k.data(), t.v.data(), r.out.data(),
-                                r.lse.data(), t.dout.data(), r.dq.data(), r.dk.data(),
-                                r.dv.data(), scheme);
+    AttentionBackwardWithScheme(s, t.q.data(), t.k.data(), t.v.data(), r.out.data(), r.lse.data(),
+                                t.dout.data(), r.dq.data(), r.dk.data(), r.dv.data(), scheme);
   }
   return r;
 }
@@ -137,8 +137,8 @@ TEST(Attention, FastMatchesReference) {
 // The fast path dispatches at run time to the best SIMD target; check each compiled target that
 // this CPU runs (scalar, SSSE3, SSE4, AVX2, AVX-512 on x86), not only the best one.
 TEST(Attention, EverySimdTargetMatchesReference) {
-  const AttentionShape shapes[] = {{1, 130, 2, 1, 24, 50}, {2, 129, 6, 2, 64, 70},
-                                   {1, 70, 2, 2, 16, 0}};
+  const AttentionShape shapes[] = {
+      {1, 130, 2, 1, 24, 50}, {2, 129, 6, 2, 64, 70}, {1, 70, 2, 2, 16, 0}};
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     for (const AttentionShape& s : shapes) {
@@ -248,8 +248,9 @@ TEST(Attention, QuerySeesExactlyMinOfIPlusOneAndWindowKeys) {
 
 // L = Σ out ∘ G on double storage: the reference backward's gradients equal central differences.
 TEST(Attention, ReferenceBackwardMatchesFiniteDifferences) {
-  for (const AttentionShape& s : {AttentionShape{1, 7, 4, 2, 4, 3}, AttentionShape{2, 6, 2, 1, 3, 0},
-                                  AttentionShape{1, 5, 2, 2, 4, 1}}) {
+  for (const AttentionShape& s :
+       {AttentionShape{1, 7, 4, 2, 4, 3}, AttentionShape{2, 6, 2, 1, 3, 0},
+        AttentionShape{1, 5, 2, 2, 4, 1}}) {
     SCOPED_TRACE(Describe(s));
     const size_t qsize = s.B * s.T * s.H * s.hd, kvsize = s.B * s.T * s.KV * s.hd;
     std::mt19937 rng(7);
@@ -304,9 +305,9 @@ TEST(Attention, BadShapesAreErrors) {
     EXPECT_THROW(AttentionBackward(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data(),
                                    buf.data(), buf.data(), buf.data(), buf.data()),
                  Error);
-    EXPECT_THROW(AttentionForwardReference(s, buf.data(), buf.data(), buf.data(), buf.data(),
-                                           buf.data()),
-                 Error);
+    EXPECT_THROW(
+        AttentionForwardReference(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data()),
+        Error);
   }
 }
 

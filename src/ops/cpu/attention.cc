@@ -1,6 +1,7 @@
 // Tiled attention (FlashAttention-2 scheme) on fp32, SIMD through Highway with run-time target
 // dispatch. Work is split into 64-query × 64-key tiles; only tiles that intersect the visible band
-// (causal, plus the sliding window) are touched, and only tiles cut by the band's edges are masked.
+// (causal, plus the sliding window) are touched, only tiles cut by the band's edges are masked,
+// and in those the products that consume probabilities skip the masked part row block by row block.
 //
 // Every tile product is a small GEMM in "broadcast" form, C[r, :] += A[r, k] · B[k, :], where the
 // rows of B are contiguous: each output element is a sum over k in order, one FMA at a time, so a
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ops/cpu/attention.h"
 
@@ -41,10 +43,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-constexpr size_t kBr = 64;       // queries per tile
-constexpr size_t kBc = 64;       // keys per tile
-constexpr size_t kHdAlign = 16;  // packed head dims are padded to this (a multiple of any lane count)
-constexpr size_t kRows = 4;      // micro-kernel rows
+constexpr size_t kBr = 64;  // queries per tile
+constexpr size_t kBc = 64;  // keys per tile
+constexpr size_t kHdAlign =
+    16;                      // packed head dims are padded to this (a multiple of any lane count)
+constexpr size_t kRows = 4;  // micro-kernel rows
 // Vectors per micro-kernel row: kRows × kCols accumulators must fit the register file.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 constexpr size_t kCols = 4;  // 32 zmm registers
@@ -97,15 +100,50 @@ HWY_INLINE void GemmRows(size_t ncols, size_t K, const float* A, size_t ars, siz
   for (; j < ncols; j += N) MicroKernel<R, 1, kAccumulate>(K, A, ars, acs, B + j, ldb, C + j, ldc);
 }
 
-// C[M × ncols] (+)= A[M × K] · B[K × ncols]; ncols a multiple of the lane count.
-template <bool kAccumulate>
-void Gemm(size_t M, size_t ncols, size_t K, const float* A, size_t ars, size_t acs,
-          const float* B, size_t ldb, float* C, size_t ldc) {
-  size_t i = 0;
-  for (; i + kRows <= M; i += kRows) {
-    GemmRows<kRows, kAccumulate>(ncols, K, A + i * ars, ars, acs, B, ldb, C + i * ldc, ldc);
+// Restricts a tile product to the visible band: in C = P·X (P masked probabilities or their
+// gradients), row block [r, r + R) only needs the k range whose P entries can be non-zero. The
+// skipped entries are masked, hence exactly 0, and adding 0·x leaves a sum unchanged (up to the
+// sign of a zero), so results are the same; it saves the empty half of diagonal and window-edge
+// tiles. All backward schemes skip alike, so they stay bit-identical.
+struct Band {
+  int64_t W;         // window (0 = full causal)
+  int64_t row0, k0;  // position of row 0 and of k index 0
+  bool rows_are_queries;
+
+  // [lo, hi) of k indices that rows [r, r + R) can see, clamped to [0, K].
+  void Range(size_t r, size_t R, size_t K, size_t& lo, size_t& hi) const {
+    const int64_t first = row0 + static_cast<int64_t>(r);
+    const int64_t last = first + static_cast<int64_t>(R) - 1;
+    int64_t a, b;
+    if (rows_are_queries) {  // query i sees keys (i - W, i]
+      a = (W > 0 ? first - W + 1 : 0) - k0;
+      b = last + 1 - k0;
+    } else {  // key j is seen by queries [j, j + W)
+      a = first - k0;
+      b = W > 0 ? last + W - k0 : static_cast<int64_t>(K);
+    }
+    const int64_t k = static_cast<int64_t>(K);
+    lo = static_cast<size_t>(std::clamp<int64_t>(a, 0, k));
+    hi = static_cast<size_t>(std::clamp<int64_t>(b, 0, k));
+    if (hi < lo) hi = lo;
   }
-  for (; i < M; ++i) GemmRows<1, kAccumulate>(ncols, K, A + i * ars, ars, acs, B, ldb, C + i * ldc, ldc);
+};
+
+// C[M × ncols] (+)= A[M × K] · B[K × ncols]; ncols a multiple of the lane count. With a band,
+// each row block sums only over the k range the band allows.
+template <bool kAccumulate>
+void Gemm(size_t M, size_t ncols, size_t K, const float* A, size_t ars, size_t acs, const float* B,
+          size_t ldb, float* C, size_t ldc, const Band* band = nullptr) {
+  auto rows = [&](size_t i, auto R) {
+    size_t lo = 0, hi = K;
+    if (band != nullptr) band->Range(i, decltype(R)::value, K, lo, hi);
+    if (kAccumulate && lo == hi) return;
+    GemmRows<decltype(R)::value, kAccumulate>(ncols, hi - lo, A + i * ars + lo * acs, ars, acs,
+                                              B + lo * ldb, ldb, C + i * ldc, ldc);
+  };
+  size_t i = 0;
+  for (; i + kRows <= M; i += kRows) rows(i, std::integral_constant<size_t, kRows>());
+  for (; i < M; ++i) rows(i, std::integral_constant<size_t, 1>());
 }
 
 // Per-thread scratch that grows and is then reused (no allocation in a steady training step).
@@ -132,10 +170,18 @@ struct Geometry {
   float scale;
 
   explicit Geometry(const AttentionShape& s)
-      : B(s.B), T(s.T), H(s.H), KV(s.KV), hd(s.hd),
-        hdp((static_cast<size_t>(s.hd) + kHdAlign - 1) / kHdAlign * kHdAlign), W(s.window),
-        group(s.H / s.KV), nqt((s.T + kBr - 1) / kBr), nkt((s.T + kBc - 1) / kBc),
-        in_place(hdp == hd), scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hd)))) {}
+      : B(s.B),
+        T(s.T),
+        H(s.H),
+        KV(s.KV),
+        hd(s.hd),
+        hdp((static_cast<size_t>(s.hd) + kHdAlign - 1) / kHdAlign * kHdAlign),
+        W(s.window),
+        group(s.H / s.KV),
+        nqt((s.T + kBr - 1) / kBr),
+        nkt((s.T + kBc - 1) / kBc),
+        in_place(hdp == hd),
+        scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hd)))) {}
 
   size_t QRow(size_t b, size_t t, size_t h) const { return ((b * T + t) * H + h) * hd; }
   size_t KVRow(size_t b, size_t t, size_t g) const { return ((b * T + t) * KV + g) * hd; }
@@ -195,13 +241,13 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
   const size_t q0 = qt * kBr, qn = std::min(kBr, g.T - q0);
 
   float* mem = tls_tile_scratch.Get(g.hd * kBr + kBc * kBr + kBr * hdp + kBc * hdp + 3 * kBr);
-  float* QT = mem;                // [hd × kBr]  qᵀ of this tile
-  float* ST = QT + g.hd * kBr;    // [kBc × kBr] scores, then probabilities (keys × queries)
-  float* O = ST + kBc * kBr;      // [kBr × hdp] unnormalised output
-  float* Vbuf = O + kBr * hdp;    // [kBc × hdp] padded v rows when hd is not a multiple of 16
-  float* m = Vbuf + kBc * hdp;    // running max per query
-  float* l = m + kBr;             // running sum per query
-  float* alpha = l + kBr;         // rescale factor of this key tile per query
+  float* QT = mem;              // [hd × kBr]  qᵀ of this tile
+  float* ST = QT + g.hd * kBr;  // [kBc × kBr] scores, then probabilities (keys × queries)
+  float* O = ST + kBc * kBr;    // [kBr × hdp] unnormalised output
+  float* Vbuf = O + kBr * hdp;  // [kBc × hdp] padded v rows when hd is not a multiple of 16
+  float* m = Vbuf + kBc * hdp;  // running max per query
+  float* l = m + kBr;           // running sum per query
+  float* alpha = l + kBr;       // rescale factor of this key tile per query
 
   PackTransposed(q + g.QRow(b, q0, h), g.QStride(), qn, g.hd, kBr, QT);
   std::fill(O, O + kBr * hdp, 0.0f);
@@ -254,10 +300,13 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
     for (size_t r = 0; r < qn; ++r) {
       const VF a = hn::Set(d, alpha[r]);
       float* orow = O + r * hdp;
-      for (size_t c = 0; c < hdp; c += N) hn::StoreU(hn::Mul(hn::LoadU(d, orow + c), a), d, orow + c);
+      for (size_t c = 0; c < hdp; c += N)
+        hn::StoreU(hn::Mul(hn::LoadU(d, orow + c), a), d, orow + c);
     }
     const Rows vr = PaddedRows(g, v + g.KVRow(b, k0, kvh), g.KVStride(), kn, Vbuf);
-    Gemm<true>(qn, hdp, kn, ST, 1, kBr, vr.p, vr.stride, O, hdp);  // O += P v
+    const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(q0), static_cast<int64_t>(k0),
+                    /*rows_are_queries=*/true};
+    Gemm<true>(qn, hdp, kn, ST, 1, kBr, vr.p, vr.stride, O, hdp, &band);  // O += P v
   }
 
   for (size_t r = 0; r < qn; ++r) {
@@ -291,16 +340,16 @@ struct BackwardArgs {
 
 // Buffers of one unit of backward work.
 struct BackwardScratch {
-  float* KT;   // [hd × kBc]  kᵀ of the key tile (for S = q kᵀ)
-  float* VT;   // [hd × kBc]  vᵀ (for dP = dout vᵀ)
-  float* dK;   // [kBc × hdp] the key tile's dk terms
-  float* dV;   // [kBc × hdp]
-  float* P;    // [kBr × kBc]
-  float* dS;   // [kBr × kBc] dP, then dS
-  float* dQ;   // [kBr × hdp] padded dq terms when hd is not a multiple of 16
-  float* Kbuf; // [kBc × hdp] padded k rows, likewise
-  float* Qbuf; // [kBr × hdp] padded q rows
-  float* dObuf;// [kBr × hdp] padded dout rows
+  float* KT;     // [hd × kBc]  kᵀ of the key tile (for S = q kᵀ)
+  float* VT;     // [hd × kBc]  vᵀ (for dP = dout vᵀ)
+  float* dK;     // [kBc × hdp] the key tile's dk terms
+  float* dV;     // [kBc × hdp]
+  float* P;      // [kBr × kBc]
+  float* dS;     // [kBr × kBc] dP, then dS
+  float* dQ;     // [kBr × hdp] padded dq terms when hd is not a multiple of 16
+  float* Kbuf;   // [kBc × hdp] padded k rows, likewise
+  float* Qbuf;   // [kBr × hdp] padded q rows
+  float* dObuf;  // [kBr × hdp] padded dout rows
 
   static size_t Floats(const Geometry& g) {
     return 2 * g.hd * kBc + 2 * kBc * g.hdp + 2 * kBr * kBc + kBr * g.hdp + kBc * g.hdp +
@@ -344,7 +393,7 @@ void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, 
   const float* lse = a.lse + g.LseRow(b, h) + q0;
   const float* D = a.D + g.LseRow(b, h) + q0;
 
-  Gemm<false>(qn, kBc, g.hd, q, g.QStride(), 1, s.KT, kBc, s.P, kBc);      // S = q kᵀ
+  Gemm<false>(qn, kBc, g.hd, q, g.QStride(), 1, s.KT, kBc, s.P, kBc);  // S = q kᵀ
   if (!g.TileFullyVisible(q0, qn, kt.k0, kn)) {
     for (size_t r = 0; r < qn; ++r) {
       const size_t i = q0 + r;
@@ -380,16 +429,20 @@ void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, 
   if (with_dkdv) {
     const Rows dor = PaddedRows(g, dout, g.QStride(), qn, s.dObuf);
     const Rows qr = PaddedRows(g, q, g.QStride(), qn, s.Qbuf);
-    Gemm<true>(kn, hdp, qn, s.P, 1, kBc, dor.p, dor.stride, s.dV, hdp);   // dV += Pᵀ dout
-    Gemm<true>(kn, hdp, qn, s.dS, 1, kBc, qr.p, qr.stride, s.dK, hdp);    // dK += dSᵀ q
+    const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(kt.k0),
+                    static_cast<int64_t>(q0), /*rows_are_queries=*/false};
+    Gemm<true>(kn, hdp, qn, s.P, 1, kBc, dor.p, dor.stride, s.dV, hdp, &band);  // dV += Pᵀ dout
+    Gemm<true>(kn, hdp, qn, s.dS, 1, kBc, qr.p, qr.stride, s.dK, hdp, &band);   // dK += dSᵀ q
   }
   if (with_dq) {
     const Rows kr = PaddedRows(g, a.k + g.KVRow(b, kt.k0, kt.kvh), g.KVStride(), kn, s.Kbuf);
     float* dq = a.dq + g.QRow(b, q0, h);
+    const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(q0),
+                    static_cast<int64_t>(kt.k0), /*rows_are_queries=*/true};
     if (g.in_place) {
-      Gemm<true>(qn, hdp, kn, s.dS, kBc, 1, kr.p, kr.stride, dq, g.QStride());  // dq += dS k
+      Gemm<true>(qn, hdp, kn, s.dS, kBc, 1, kr.p, kr.stride, dq, g.QStride(), &band);  // dq += dS k
     } else {
-      Gemm<false>(qn, hdp, kn, s.dS, kBc, 1, kr.p, kr.stride, s.dQ, hdp);
+      Gemm<false>(qn, hdp, kn, s.dS, kBc, 1, kr.p, kr.stride, s.dQ, hdp, &band);
       for (size_t r = 0; r < qn; ++r) {
         for (size_t c = 0; c < g.hd; ++c) dq[r * g.QStride() + c] += s.dQ[r * hdp + c];
       }
@@ -501,8 +554,8 @@ void AttentionBackwardWithScheme(const AttentionShape& s, const float* q, const 
                                  const float* dout, float* dq, float* dk, float* dv,
                                  AttentionBackwardScheme scheme) {
   ValidateAttentionShape(s);
-  HWY_DYNAMIC_DISPATCH(BackwardImpl)(s, q, k, v, out, lse, dout, dq, dk, dv,
-                                     static_cast<int>(scheme));
+  HWY_DYNAMIC_DISPATCH(BackwardImpl)
+  (s, q, k, v, out, lse, dout, dq, dk, dv, static_cast<int>(scheme));
 }
 }  // namespace replica
 #endif  // HWY_ONCE

@@ -1,6 +1,6 @@
 // Scalar reference attention: one (b, head, query) row at a time, every visible score materialised,
-// sums in double. Written for clarity, not speed; the fast path in attention.cc is tested against it
-// and the float and double instances share this one template.
+// sums in double. Written for clarity, not speed; the fast path in attention.cc is tested against
+// it and the float and double instances share this one template.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,8 +15,8 @@ void ValidateAttentionShape(const AttentionShape& s) {
   Require(s.B >= 1 && s.T >= 1 && s.H >= 1 && s.KV >= 1 && s.hd >= 1,
           "attention shape: B, T, H, KV and hd must be >= 1 (got B={}, T={}, H={}, KV={}, hd={})",
           s.B, s.T, s.H, s.KV, s.hd);
-  Require(s.H % s.KV == 0,
-          "attention shape: heads ({}) must be a multiple of kv heads ({})", s.H, s.KV);
+  Require(s.H % s.KV == 0, "attention shape: heads ({}) must be a multiple of kv heads ({})", s.H,
+          s.KV);
   Require(s.window >= 0, "attention shape: window must be >= 0 (0 = full causal), got {}",
           s.window);
 }
@@ -35,7 +35,9 @@ struct Index {
   int64_t KV(int64_t b, int64_t t, int64_t g) const { return ((b * s.T + t) * s.KV + g) * s.hd; }
   int64_t Lse(int64_t b, int64_t h, int64_t t) const { return (b * s.H + h) * s.T + t; }
   // First visible key of query i (keys first..i are visible).
-  int64_t First(int64_t i) const { return s.window > 0 ? std::max<int64_t>(0, i - s.window + 1) : 0; }
+  int64_t First(int64_t i) const {
+    return s.window > 0 ? std::max<int64_t>(0, i - s.window + 1) : 0;
+  }
 };
 
 template <typename T>
