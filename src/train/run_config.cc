@@ -111,8 +111,8 @@ const std::vector<Field>& Fields() {
       {"eval.interval", Kind::kInt, false, REF(eval.interval),
        "steps between evaluations (0 = only at the end)"},
       {"eval.sets", Kind::kPathList, false, REF(eval.sets), "JSONL perplexity sets"},
-      {"eval.max_documents", Kind::kInt, false, REF(eval.max_documents),
-       "documents per set (0 = all)"},
+      {"eval.tokenizer", Kind::kString, false, REF(eval.tokenizer),
+       "text encoder for the eval sets: dolma2 | bytes"},
       {"fault.kill_at_step", Kind::kInt, false, REF(fault.kill_at_step),
        "test hook: SIGKILL itself after this step (0 = off)"},
       {"fault.kill_in_checkpoint", Kind::kInt, false, REF(fault.kill_in_checkpoint),
@@ -470,7 +470,8 @@ void Validate(RunConfig& c, const std::string& origin) {
   non_negative(c.checkpoint.interval, "checkpoint.interval");
   positive(c.checkpoint.keep, "checkpoint.keep");
   non_negative(c.eval.interval, "eval.interval");
-  non_negative(c.eval.max_documents, "eval.max_documents");
+  Require(c.eval.tokenizer == "dolma2" || c.eval.tokenizer == "bytes",
+          "{}config key 'eval.tokenizer': expected dolma2 or bytes, got '{}'", w, c.eval.tokenizer);
   non_negative(c.fault.kill_at_step, "fault.kill_at_step");
   non_negative(c.fault.kill_in_checkpoint, "fault.kill_in_checkpoint");
   Require(c.fault.kill_in_checkpoint_phase == "files" ||

@@ -72,7 +72,7 @@ struct RunConfig {
   struct Eval {
     int64_t interval = 0;             // steps between evaluations; 0 = only at the end
     std::vector<std::string> sets;    // JSONL perplexity sets
-    int64_t max_documents = 0;        // per set; 0 = all
+    std::string tokenizer = "dolma2";  // dolma2 | bytes (tiny test vocabularies)
   } eval;
 
   struct Fault {

@@ -1,0 +1,37 @@
+// The trainer's resume state, stored as a checkpoint's state.json (DESIGN.md §4). Together with the
+// checkpoint's weights and Adam state (m, v, t) it is everything the next step depends on, so a
+// resumed run continues bit for bit:
+//   {"format": "replica-train-state", "version": 1,
+//    "step", "tokens",                       optimizer steps taken, tokens consumed
+//    "loader": LoaderState::ToJson(),        data position (global, world-size independent)
+//    "skip_step": {"losses": [...], "grad_norms": [...]},   the rule's history, oldest first
+//    "rng": {"init_seed": S, "draws_after_init": 0},         training draws no random numbers
+//    "config_hash", "trajectory_hash",       RunConfig::Hash() / TrajectoryHash()
+//    "world_size", "micro_batch_instances", "adam_step"}
+// Doubles are written with round-trip precision; non-finite history values as "NaN"/"Infinity".
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace replica {
+
+struct TrainState {
+  int64_t step = 0;
+  int64_t tokens = 0;
+  nlohmann::json loader;  // data::LoaderState::ToJson()
+  std::vector<double> skip_losses, skip_grad_norms;
+  uint64_t init_seed = 0;
+  std::string config_hash, trajectory_hash;
+  int64_t world_size = 1;
+  int64_t micro_batch_instances = 0;
+  int64_t adam_step = 0;
+
+  nlohmann::json ToJson() const;
+  // Error naming `source` and the missing or mistyped field.
+  static TrainState FromJson(const nlohmann::json& j, const std::string& source);
+};
+
+}  // namespace replica

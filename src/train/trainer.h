@@ -1,0 +1,74 @@
+// The training loop (`replica train`, DESIGN.md §3-§5): Olmo3Model + DataLoader + AdamW + skip-step
+// rule + checkpoints + metrics, one run directory:
+//   RUN/config.yaml     the resolved config (RunConfig::Canonical), RUN/config.sha256 its hash
+//   RUN/metrics.jsonl   one train line per step, eval lines (metrics_writer.h)
+//   RUN/checkpoints/    step-N/ (checkpoint_writer.h), the last `checkpoint.keep` kept
+//   RUN/train.log       what was printed on stderr (progress, resume, summary)
+//
+// One step s (1-based): read the global batch (this rank's share), count the non-ignored labels N
+// of the whole global batch BEFORE any backward, run forward+backward on each micro-batch with
+// grad_scale = 1/N, summing micro-batch gradients along the fixed tree of grad_accum.h; then
+// grad norm (fixed-order), clip coefficient, skip rule on (CE loss, grad norm), AdamW at LrAt(s),
+// a metrics line, eval and checkpoint when due. Nothing depends on thread count or timing, so a run
+// is bit-identical to itself, and a resumed run to one that never stopped.
+//
+// Start-up: if RUN holds a valid checkpoint, the newest one is loaded (weights, Adam m/v/t, step,
+// tokens, loader position, skip history) and the run continues from it, saying which; its
+// trajectory hash must match the config's (Error naming the keys that differ). Otherwise the model
+// starts from init.from_checkpoint (checkpoint, run dir or HF model dir; with init.reset_step the
+// step, tokens, data order and schedule start fresh) or from a fresh seeded init.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "model/olmo3.h"
+#include "train/grad_accum.h"
+#include "train/run_config.h"
+
+namespace replica {
+
+// What data parallelism plugs in (src/dist); the single-process trainer uses none. Ranks hold the
+// micro-batches j ≡ rank (mod world) of every global batch (grad_accum.h).
+class RankReducer {
+ public:
+  virtual ~RankReducer() = default;
+  // Σ over ranks of a per-rank count (exact).
+  virtual int64_t SumTokens(int64_t local) = 0;
+  // Replaces this rank's partial gradient sum and scalars by the sum over ranks, combined with the
+  // top levels of the micro-batch tree (grad_accum.h), identical on every rank.
+  virtual void ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) = 0;
+};
+
+struct TrainerOptions {
+  RunConfig config;
+  std::string run_dir;
+  int64_t rank = 0, world = 1;
+  RankReducer* reducer = nullptr;  // required when world > 1
+  bool progress = true;            // live progress line on stderr
+  // Called every eval.interval steps and after the last step; returns the "eval" object of the
+  // metrics line (empty object = nothing to record). The trainer library cannot see src/eval; the
+  // CLI wires EvalSuite in here.
+  std::function<nlohmann::json(int64_t step, Olmo3Model& model)> eval;
+  double peak_flops = 0;  // MFU denominator; 0 = measure the GEMM rate at start-up
+};
+
+struct TrainSummary {
+  std::string run_dir;
+  int64_t start_step = 0, end_step = 0;  // steps run: (start_step, end_step]
+  std::string resumed_from;              // checkpoint dir, "" for a fresh start
+  int64_t skipped_steps = 0;
+  double first_loss = 0, last_loss = 0;  // of this process's first and last step
+  double wall_s = 0, mean_tokens_per_s = 0, mean_mfu = 0, peak_flops = 0;
+  std::string last_checkpoint;
+  nlohmann::json ToJson() const;
+};
+
+TrainSummary Train(const TrainerOptions& options);
+
+// Expands data.paths (globs sorted, patterns in order); Error naming a pattern that matches nothing.
+std::vector<std::string> ExpandDataPaths(const std::vector<std::string>& patterns);
+
+}  // namespace replica
