@@ -1,0 +1,64 @@
+// replica convert --from A --to B [--dtype bf16|f32] [--max-shard-size BYTES] [--json]:
+// checkpoint -> Hugging Face directory, or Hugging Face directory -> weights-only checkpoint
+// (train/checkpoint_convert.h). The direction follows from what A is.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "train/checkpoint_convert.h"
+
+namespace {
+
+struct ConvertArgs {
+  std::string from, to, dtype = "f32";
+  uint64_t max_shard = 5000ull * 1000 * 1000;
+  bool json = false;
+};
+
+replica::cli::CommandRegistration reg(
+    "convert", "checkpoint -> Hugging Face directory (bf16/f32), or HF directory -> checkpoint",
+    [](CLI::App& app) -> replica::cli::RunFn {
+      auto args = std::make_shared<ConvertArgs>();
+      app.add_option("--from", args->from,
+                     "checkpoint dir (step-N/), run dir (newest valid checkpoint) or HF dir")
+          ->required();
+      app.add_option("--to", args->to, "output directory")->required();
+      app.add_option("--dtype", args->dtype, "stored dtype of exported weights: f32 (exact) or bf16")
+          ->check(CLI::IsMember({"f32", "bf16"}));
+      app.add_option("--max-shard-size", args->max_shard,
+                     "export: bytes of tensor data per shard (default 5e9, as transformers)")
+          ->check(CLI::PositiveNumber);
+      app.add_flag("--json", args->json, "print a JSON summary on stdout");
+      return [args] {
+        replica::ConvertOptions o;
+        o.from = args->from;
+        o.to = args->to;
+        o.dtype = args->dtype == "bf16" ? replica::DType::kBF16 : replica::DType::kF32;
+        o.max_shard_bytes = args->max_shard;
+        replica::ConvertResult r = replica::Convert(o);
+        const bool to_hf = r.direction == replica::ConvertDirection::kCheckpointToHf;
+        if (args->json) {
+          nlohmann::json j = {{"direction", to_hf ? "checkpoint-to-hf" : "hf-to-checkpoint"},
+                              {"from", r.source}, {"to", o.to}, {"dtype", args->dtype},
+                              {"tensors", r.tensors}, {"parameters", r.parameters},
+                              {"files", r.files}};
+          if (to_hf) j["step"] = r.step;
+          std::printf("%s\n", j.dump(2).c_str());
+        } else if (to_hf) {
+          std::printf("exported %s (step %lld, %lld tensors, %lld parameters) to %s as %s\n",
+                      r.source.c_str(), static_cast<long long>(r.step),
+                      static_cast<long long>(r.tensors), static_cast<long long>(r.parameters),
+                      o.to.c_str(), args->dtype.c_str());
+        } else {
+          std::printf("imported %s (%lld tensors, %lld parameters) to checkpoint %s\n",
+                      r.source.c_str(), static_cast<long long>(r.tensors),
+                      static_cast<long long>(r.parameters), o.to.c_str());
+        }
+        return 0;
+      };
+    });
+
+}  // namespace
