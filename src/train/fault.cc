@@ -54,7 +54,7 @@ FaultSpec ParseFaultSpec(const std::string& text, const std::string& source) {
       spec.kill_in_checkpoint = ParseStep(rest.substr(0, c2), item, source);
       if (phase.empty() || phase == "files") {
         spec.checkpoint_phase = CheckpointPhase::kFiles;
-      } else if (phase == "before-done") {
+      } else if (phase == "before-done" || phase == "before_done") {
         spec.checkpoint_phase = CheckpointPhase::kBeforeDone;
       } else {
         Fail("{}: item '{}': unknown checkpoint phase '{}' (expected 'files' or 'before-done')",

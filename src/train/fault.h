@@ -11,7 +11,7 @@
 //   checkpoint:N              kill while writing the step-N checkpoint, after model.safetensors
 //                             is written into step-N.tmp/ but before the rest (kCheckpointFiles)
 //   checkpoint:N:before-done  kill after step-N.tmp/ was renamed to step-N/ but before DONE
-//                             is written (kCheckpointBeforeDone)
+//                             is written (kCheckpointBeforeDone; "before_done" also accepted)
 // e.g. REPLICA_FAULT=step:17  or  REPLICA_FAULT=checkpoint:20:before-done
 #pragma once
 #include <cstdint>

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `replica convert`: HF dir -> checkpoint -> HF dir is byte-identical in f32; bf16 export halves
+# the size and is sharded on request; a run directory exports its newest valid checkpoint; bad
+# input exits 2 naming the problem.   usage: convert.sh <replica-binary> <repo-root>
+set -u
+BIN=$1
+ROOT=$2
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi; }
+FIX="$ROOT/tests/data/olmo3/tiny-gqa"
+
+"$BIN" convert --from "$FIX" --to "$tmp/ckpt" --json > "$tmp/imp.json"; rc=$?
+check "import exits 0 (got $rc)" '[ $rc -eq 0 ]'
+check "import summary" 'jq -e ".direction == \"hf-to-checkpoint\" and .tensors == 91 and .parameters == 862816" "$tmp/imp.json" > /dev/null'
+check "checkpoint has manifest and DONE, no optimizer" \
+  '[ -f "$tmp/ckpt/MANIFEST.json" ] && [ -f "$tmp/ckpt/DONE" ] && [ ! -e "$tmp/ckpt/optim.safetensors" ]'
+"$BIN" convert --from "$tmp/ckpt" --to "$tmp/hf" > /dev/null; rc=$?
+check "export f32 exits 0 (got $rc)" '[ $rc -eq 0 ]'
+"$BIN" convert --from "$tmp/hf" --to "$tmp/ckpt2" > /dev/null
+check "f32 round trip: checkpoint model.safetensors byte-identical" \
+  'cmp -s "$tmp/ckpt/model.safetensors" "$tmp/ckpt2/model.safetensors"'
+check "f32 round trip: HF model.safetensors equals the checkpoint's" \
+  'cmp -s "$tmp/ckpt/model.safetensors" "$tmp/hf/model.safetensors"'
+
+"$BIN" convert --from "$tmp/ckpt" --to "$tmp/hfbf" --dtype bf16 --max-shard-size 1000000 > /dev/null; rc=$?
+check "bf16 sharded export exits 0 (got $rc)" '[ $rc -eq 0 ]'
+check "bf16 export is sharded with an index" \
+  '[ -f "$tmp/hfbf/model.safetensors.index.json" ] && [ -f "$tmp/hfbf/model-00001-of-00002.safetensors" ]'
+check "bf16 config says bfloat16" 'jq -e ".torch_dtype == \"bfloat16\"" "$tmp/hfbf/config.json" > /dev/null'
+bf=$(cat "$tmp"/hfbf/model-*.safetensors | wc -c); f32=$(wc -c < "$tmp/hf/model.safetensors")
+check "bf16 weights are about half of f32 ($bf vs $f32)" '[ $((bf * 2)) -lt $((f32 + 20000)) ] && [ $((bf * 2)) -gt $((f32 - 20000)) ]'
+"$BIN" convert --from "$tmp/hfbf" --to "$tmp/ckpt3" > /dev/null; rc=$?
+check "bf16 sharded HF dir imports (got $rc)" '[ $rc -eq 0 ]'
+
+# A run directory: its newest VALID checkpoint is exported.
+mkdir -p "$tmp/run/checkpoints"
+cp -r "$tmp/ckpt" "$tmp/run/checkpoints/step-00000010"
+sed -i 's/"step": 0/"step": 10/' "$tmp/run/checkpoints/step-00000010/MANIFEST.json"
+"$BIN" convert --from "$tmp/run/checkpoints/step-00000010" --to "$tmp/x" 2> "$tmp/err"; rc=$?
+check "edited manifest is detected (exit $rc)" '[ $rc -eq 2 ] && grep -q "DONE: does not match" "$tmp/err"'
+rm -rf "$tmp/run/checkpoints/step-00000010" "$tmp/x"
+cp -r "$tmp/ckpt" "$tmp/run/checkpoints/step-00000000"
+cp -r "$tmp/ckpt" "$tmp/run/checkpoints/step-00000020"
+printf 'x' | dd of="$tmp/run/checkpoints/step-00000020/model.safetensors" bs=1 seek=5000 conv=notrunc 2>/dev/null
+"$BIN" convert --from "$tmp/run" --to "$tmp/hfrun" --json > "$tmp/run.json" 2> "$tmp/err"; rc=$?
+check "corrupt newest is skipped with a message, previous exported (exit $rc)" \
+  '[ $rc -eq 0 ] && jq -e ".step == 0" "$tmp/run.json" > /dev/null && grep -q "skipping checkpoint .*step-00000020.*checksum mismatch" "$tmp/err"'
+
+"$BIN" convert --from "$tmp/nope" --to "$tmp/y" 2> "$tmp/err"; rc=$?
+check "missing source exits 2 (got $rc)" '[ $rc -eq 2 ] && grep -q "no such directory" "$tmp/err"'
+mkdir -p "$tmp/notes" && echo hi > "$tmp/notes/a.txt"
+"$BIN" convert --from "$FIX" --to "$tmp/notes" 2> "$tmp/err"; rc=$?
+check "refuses to replace a non-checkpoint directory (exit $rc)" '[ $rc -eq 2 ] && [ -f "$tmp/notes/a.txt" ]'
+"$BIN" convert --from "$tmp/ckpt" --to "$tmp/z" --dtype f16 2> /dev/null; rc=$?
+check "unknown dtype exits 2 (got $rc)" '[ $rc -eq 2 ]'
+
+[ $fail -eq 0 ] && echo "convert.sh: all checks passed"
+exit $fail
