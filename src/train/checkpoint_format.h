@@ -13,8 +13,8 @@
 //     DONE                "step N\nmanifest_xxh3_64 <hex of MANIFEST.json>\n", written last
 //
 // A checkpoint is valid iff DONE exists and names the manifest's checksum, and every file listed in
-// the manifest exists with exactly that size and XXH3-64 digest (16 lowercase hex digits; the
-// same value `xxhsum -H3` prints). XXH3 rather than SHA-256 because a 7B checkpoint is ~88 GB and
+// the manifest exists with exactly that size and XXH3-64 digest (seed 0; 16 lowercase hex
+// digits, most significant first). XXH3 rather than SHA-256 because a 7B checkpoint is ~88 GB and
 // is re-verified on every resume: XXH3 runs at memory speed and detects truncation and flipped
 // bits; it is not meant to resist deliberate tampering. A weights-only checkpoint (what
 // `replica convert` imports) has no optim.safetensors and no state.json.
