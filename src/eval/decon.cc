@@ -62,8 +62,11 @@ ItemVerdict JudgeItem(const IndexedItem& item, const std::vector<Match>& matches
   }
   if (open) covered += cur_e - cur_b;
   v.coverage = item.tokens.empty() ? 0.0 : static_cast<double>(covered) / item.tokens.size();
-  v.contaminated = !matches.empty() && (v.coverage >= options.min_coverage ||
-                                        static_cast<int64_t>(v.longest) >= options.min_span);
+  // One contiguous span decides, not the union: short n-grams of common phrases can tile much of
+  // a short item without it ever having been copied (the leak guard uses the same per-span rule).
+  v.contaminated = !matches.empty() &&
+                   (static_cast<double>(v.longest) >= options.min_coverage * item.tokens.size() ||
+                    static_cast<int64_t>(v.longest) >= options.min_span);
   return v;
 }
 

@@ -3,9 +3,9 @@
 // context + gold choice encoded together, as they would appear in training text (8-grams).
 // The scan probes every s-th position of each training file (ngram_index.h), so any verbatim
 // shared span of >= n + s - 1 tokens is found, and every reported span is confirmed token by
-// token. An item is *contaminated* when its confirmed spans cover at least `min_coverage` of its
-// tokens or one span is at least `min_span` tokens long; shorter overlaps (common phrases) are
-// reported with contaminated = false. Results do not depend on the thread count.
+// token. An item is *contaminated* when ONE confirmed span covers at least `min_coverage` of its
+// tokens or is at least `min_span` tokens long; shorter overlaps (common phrases) are reported,
+// with their union coverage, as contaminated = false. Results do not depend on the thread count.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -31,7 +31,7 @@ NgramIndex BuildDeconIndex(const std::vector<EvalSet>& sets, const TextEncoder& 
                            const DeconOptions& options);
 
 struct ItemVerdict {
-  double coverage = 0;  // fraction of the item's tokens inside confirmed spans
+  double coverage = 0;  // fraction of the item's tokens inside confirmed spans (union)
   uint64_t longest = 0;
   bool contaminated = false;
 };

@@ -1,6 +1,8 @@
 #include "eval/text_encoder.h"
 
 #include "core/error.h"
+#include "data/tokenizer_dolma2.h"
+#include "data/tokenizer_registry.h"
 
 namespace replica::eval {
 namespace {
@@ -21,6 +23,22 @@ class ByteEncoder : public TextEncoder {
   int32_t eos_, pad_;
 };
 
+// dolma2 through the data pipeline's tokenizer, so eval text is tokenized exactly as training text.
+class Dolma2Encoder : public TextEncoder {
+ public:
+  Dolma2Encoder() : tok_(SharedTokenizer("dolma2")) {}
+  std::vector<int32_t> Encode(std::string_view text) const override {
+    std::vector<uint32_t> ids = tok_.Encode(text);
+    return {ids.begin(), ids.end()};
+  }
+  int32_t eos_id() const override { return static_cast<int32_t>(kDolma2EosId); }
+  int32_t pad_id() const override { return static_cast<int32_t>(kDolma2PadId); }
+  std::string name() const override { return "dolma2"; }
+
+ private:
+  const Tokenizer& tok_;
+};
+
 }  // namespace
 
 std::unique_ptr<TextEncoder> MakeByteEncoder(int32_t eos_id, int32_t pad_id) {
@@ -32,7 +50,7 @@ std::unique_ptr<TextEncoder> MakeByteEncoder(int32_t eos_id, int32_t pad_id) {
 std::unique_ptr<TextEncoder> MakeTextEncoder(const std::string& name, int32_t eos_id,
                                              int32_t pad_id) {
   if (name == "bytes") return MakeByteEncoder(eos_id, pad_id);
-  if (name == "dolma2") Fail("--tokenizer dolma2: the dolma2 tokenizer is not built into this binary yet");
+  if (name == "dolma2") return std::make_unique<Dolma2Encoder>();
   Fail("--tokenizer: unknown tokenizer \"{}\" (expected dolma2 or bytes)", name);
 }
 
