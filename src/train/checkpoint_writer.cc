@@ -206,27 +206,36 @@ void CheckpointWriter::Save(int64_t step, const ParamLayout& layout, const FlatB
   Require(adam_m.size() >= n && adam_v.size() >= n,
           "checkpoint: Adam buffers have {} and {} floats, layout needs {}", adam_m.size(),
           adam_v.size(), n);
-  const auto t0 = std::chrono::steady_clock::now();
-  if (params_.size() != n) {
-    params_ = FlatBuffer(n);
-    m_ = FlatBuffer(n);
-    v_ = FlatBuffer(n);
-  }
-  layout_ = layout;
-  ParallelCopy(params_.data(), params.data(), n);
-  ParallelCopy(m_.data(), adam_m.data(), n);
-  ParallelCopy(v_.data(), adam_v.data(), n);
-  pending_snapshot_seconds_ = Seconds(t0);
-
   CheckpointContents c;
   c.step = step;
-  c.layout = &layout_;
-  c.params = params_.data();
-  c.adam_m = m_.data();
-  c.adam_v = v_.data();
   c.adam_step = adam_step;
   c.state = std::move(state);
   c.model_config = std::move(model_config);
+  if (options_.background) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (params_.size() != n) {
+      params_ = FlatBuffer(n);
+      m_ = FlatBuffer(n);
+      v_ = FlatBuffer(n);
+    }
+    layout_ = layout;
+    ParallelCopy(params_.data(), params.data(), n);
+    ParallelCopy(m_.data(), adam_m.data(), n);
+    ParallelCopy(v_.data(), adam_v.data(), n);
+    pending_snapshot_seconds_ = Seconds(t0);
+    c.layout = &layout_;
+    c.params = params_.data();
+    c.adam_m = m_.data();
+    c.adam_v = v_.data();
+  } else {
+    // Synchronous: the caller's buffers cannot change during the write, so no copy (and no
+    // second copy of the model in memory).
+    pending_snapshot_seconds_ = 0;
+    c.layout = &layout;
+    c.params = params.data();
+    c.adam_m = adam_m.data();
+    c.adam_v = adam_v.data();
+  }
   std::string final_dir = (fs::path(checkpoints_dir()) / CheckpointDirName(step)).string();
   if (options_.background) {
     thread_ = std::thread([this, c = std::move(c), final_dir = std::move(final_dir)]() mutable {

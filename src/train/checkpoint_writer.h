@@ -11,7 +11,8 @@
 // Promises:
 //  - Save() copies params, m and v into the writer's own memory (the only synchronous work; the
 //    memory is reused between saves) and returns; a background std::thread writes the files. The
-//    caller may modify its buffers as soon as Save() returns.
+//    caller may modify its buffers as soon as Save() returns. (background = false: no copy, the
+//    files are written from the caller's buffers before Save() returns.)
 //  - Files go into RUN/checkpoints/step-N.tmp/, each fsync'ed; MANIFEST.json is written, the
 //    directory is renamed to step-N/ and DONE is written last. A crash at any point leaves the
 //    previous checkpoints untouched and at most one incomplete directory that readers skip.
@@ -62,7 +63,8 @@ void WriteCheckpointDir(const std::string& final_dir, const CheckpointContents& 
 struct CheckpointWriterOptions {
   std::string run_dir;      // checkpoints go to run_dir/checkpoints/
   int keep = 0;             // how many complete checkpoints to keep; <= 0 keeps all
-  bool background = true;   // false: Save() writes before returning (still snapshots first)
+  bool background = true;   // false: Save() writes from the caller's buffers before returning
+                            // (no snapshot: no extra memory, training waits for the write)
 };
 
 struct CheckpointWriteStats {

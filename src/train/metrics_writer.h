@@ -10,8 +10,8 @@
 //    step's lines (eval included) BEFORE saving that step's checkpoint.
 //  - Each Write() is one write(2) of a whole line: a killed process leaves complete lines (at
 //    worst a torn last line, which the next open drops with a warning).
-//  - Doubles are written with the shortest text that round-trips to the same bits (nlohmann's
-//    Grisu2 dtoa; tested), so `replica compare` with tolerance 0 compares the actual values.
+//  - Doubles are written with at most 17 significant digits, enough to read back to the same bits
+//    (nlohmann's Grisu2 dtoa; tested), so `replica compare` at tolerance 0 compares actual values.
 //    NaN and ±Inf, which JSON lacks, are written as the strings "NaN", "Infinity", "-Infinity".
 #pragma once
 #include <nlohmann/json.hpp>

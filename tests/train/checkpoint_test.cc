@@ -126,6 +126,21 @@ TEST_F(CheckpointTest, RoundTripIsBitExactAndSaveSnapshots) {
   EXPECT_TRUE(std::signbit(loaded.params.data()[0]));
 }
 
+TEST_F(CheckpointTest, SynchronousWriterRoundTrips) {
+  State s = MakeState(11);
+  CheckpointWriter w({.run_dir = run_.string(), .keep = 0, .background = false});
+  w.Save(3, s.layout, s.params, s.m, s.v, 3, StateJson(3), ConfigJson());
+  EXPECT_FALSE(w.InFlight());
+  EXPECT_NO_THROW(VerifyCheckpoint(Dir(3)));
+  State loaded = MakeState(12);
+  Checkpoint c = Checkpoint::Open(Dir(3));
+  c.LoadParams(loaded.layout, loaded.params);
+  EXPECT_EQ(c.LoadOptimizer(loaded.layout, loaded.m, loaded.v), 3);
+  EXPECT_TRUE(SameViews(s.layout, s.params, loaded.params));
+  EXPECT_TRUE(SameViews(s.layout, s.m, loaded.m));
+  EXPECT_TRUE(SameViews(s.layout, s.v, loaded.v));
+}
+
 TEST_F(CheckpointTest, LoadRefusesAnotherModel) {
   State s = MakeState(2);
   CheckpointWriter w({.run_dir = run_.string()});
