@@ -1,0 +1,60 @@
+#include "dist/communicator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "core/error.h"
+#include "dist/mpi_communicator.h"
+
+namespace replica::dist {
+
+void LocalCommunicator::Send(const void*, size_t, int dest) {
+  Fail("communicator: rank 0 of a 1-rank job has no rank {} to send to", dest);
+}
+void LocalCommunicator::Recv(void*, size_t, int src) {
+  Fail("communicator: rank 0 of a 1-rank job has no rank {} to receive from", src);
+}
+void LocalCommunicator::SendRecv(const void*, size_t, void*, size_t, int partner) {
+  Fail("communicator: rank 0 of a 1-rank job has no partner rank {}", partner);
+}
+void LocalCommunicator::Abort(int code) {
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+bool LaunchedByMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr;
+}
+
+std::unique_ptr<Communicator> CommunicatorFromEnvironment() {
+  if (!LaunchedByMpirun()) return std::make_unique<LocalCommunicator>();
+  return MakeMpiCommunicator();
+}
+
+int RunOnAllRanks(Communicator& comm, const std::function<int()>& body) {
+  if (comm.world() == 1) return body();
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "replica: error (rank %d of %d): %s\n", comm.rank(), comm.world(),
+                 e.what());
+    std::fflush(stderr);
+    comm.Abort(2);
+  }
+  return 2;  // not reached: Abort ends the job
+}
+
+void RestrictFaultToRank(const Communicator& comm) {
+  const char* only = std::getenv("REPLICA_FAULT_RANK");
+  if (only == nullptr) return;
+  char* end = nullptr;
+  const long r = std::strtol(only, &end, 10);
+  Require(end != only && *end == '\0' && r >= 0,
+          "REPLICA_FAULT_RANK: expected a rank number, got '{}'", only);
+  if (r != comm.rank()) unsetenv("REPLICA_FAULT");
+}
+
+}  // namespace replica::dist

@@ -1,0 +1,15 @@
+// The MPI implementation of Communicator over MPI_COMM_WORLD (OpenMPI from Debian, started by
+// mpirun). Owns MPI's lifetime: MPI_Init_thread (FUNNELED: only the main thread calls MPI; the
+// checkpoint writer's thread and OpenMP workers never do) in the constructor, MPI_Finalize in the
+// destructor. Messages larger than 1 GiB are sent as several MPI messages.
+#pragma once
+#include <memory>
+
+#include "dist/communicator.h"
+
+namespace replica::dist {
+
+// Error when this binary was built without MPI.
+std::unique_ptr<Communicator> MakeMpiCommunicator();
+
+}  // namespace replica::dist
