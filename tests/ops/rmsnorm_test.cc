@@ -29,6 +29,17 @@ TEST(RMSNorm, ForwardMatchesReference) {
   EXPECT_TRUE(BitEqual(inplace, y));
 }
 
+TEST(RMSNorm, AddForwardIsResidualPlusNorm) {
+  auto x = RandomVector(kRows * kN, 21), w = RandomVector(kN, 22, 0.1f, 1.0f);
+  auto res = RandomVector(x.size(), 23);
+  std::vector<float> y(x.size()), fused(x.size()), rs(kRows), rs2(kRows);
+  RMSNormForward(x.data(), w.data(), kRows, kN, kEps, y.data(), rs.data());
+  for (size_t i = 0; i < y.size(); ++i) y[i] = res[i] + y[i];
+  RMSNormAddForward(x.data(), w.data(), res.data(), kRows, kN, kEps, fused.data(), rs2.data());
+  EXPECT_TRUE(BitEqual(fused, y));
+  EXPECT_TRUE(BitEqual(rs, rs2));
+}
+
 TEST(RMSNorm, BackwardMatchesReferenceAndAccumulates) {
   auto x = RandomVector(kRows * kN, 3), w = RandomVector(kN, 4, 0.1f, 1.0f);
   auto dy = RandomVector(x.size(), 5);

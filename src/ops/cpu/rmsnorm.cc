@@ -8,10 +8,10 @@ namespace {
 // Columns of dw reduced by one thread at a time: 64 double accumulators stay in registers/L1 while
 // the thread walks all rows in order.
 constexpr int64_t kColumnTile = 64;
-}  // namespace
 
-void RMSNormForward(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* y,
-                    float* rstd) {
+template <bool kResidual>
+void NormRows(const float* x, const float* w, const float* residual, int64_t rows, int64_t n,
+              double eps, float* y, float* rstd) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
@@ -20,8 +20,25 @@ void RMSNormForward(const float* x, const float* w, int64_t rows, int64_t n, dou
     for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(xr[j]) * xr[j];
     const float s = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
     rstd[r] = s;
-    for (int64_t j = 0; j < n; ++j) yr[j] = w[j] * (xr[j] * s);
+    if constexpr (kResidual) {
+      const float* rr = residual + r * n;
+      for (int64_t j = 0; j < n; ++j) yr[j] = rr[j] + w[j] * (xr[j] * s);
+    } else {
+      for (int64_t j = 0; j < n; ++j) yr[j] = w[j] * (xr[j] * s);
+    }
   }
+}
+
+}  // namespace
+
+void RMSNormForward(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* y,
+                    float* rstd) {
+  NormRows<false>(x, w, nullptr, rows, n, eps, y, rstd);
+}
+
+void RMSNormAddForward(const float* x, const float* w, const float* residual, int64_t rows,
+                       int64_t n, double eps, float* y, float* rstd) {
+  NormRows<true>(x, w, residual, rows, n, eps, y, rstd);
 }
 
 void RMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,

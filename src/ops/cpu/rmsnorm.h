@@ -14,7 +14,13 @@ namespace replica {
 void RMSNormForward(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* y,
                     float* rstd);
 
-// Backward of the line above; accumulates (+=) into dx [rows, n] and dw [n].
+// The post-norm residual add of a block, fused: y[r,j] = residual[r,j] + w[j] * (x[r,j] * rstd[r]).
+// Its backward is RMSNormBackward (the residual's gradient passes through unchanged).
+// y may alias residual but not x.
+void RMSNormAddForward(const float* x, const float* w, const float* residual, int64_t rows,
+                       int64_t n, double eps, float* y, float* rstd);
+
+// Backward of RMSNormForward; accumulates (+=) into dx [rows, n] and dw [n].
 //   dx[r,j] += rstd * (w[j] dy[r,j]) - rstd³/n * x[r,j] * Σ_k w[k] dy[r,k] x[r,k]
 //   dw[j]   += Σ_r dy[r,j] * x[r,j] * rstd[r]
 // dx must not alias x or dy.

@@ -1,0 +1,368 @@
+// The Olmo 3 forward and backward (DESIGN.md §3; math in tests/data/olmo3/README.md).
+//
+// One layer's forward is the flat list of op calls in LayerForward; LayerBackward below it is the
+// same list read bottom-up. Every activation the backward needs is saved per layer in one
+// preallocated arena; gradient scratch is shared by all layers. The gradient of the residual
+// stream lives in one buffer that flows from the LM head down to the embedding: each sublayer's
+// backward adds its contribution into it in place (the residual path itself is the identity).
+#include "model/olmo3.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/cpu/attention.h"
+#include "ops/cpu/cross_entropy.h"
+#include "ops/cpu/embedding.h"
+#include "ops/cpu/linear.h"
+#include "ops/cpu/rmsnorm.h"
+#include "ops/cpu/rope.h"
+#include "ops/cpu/swiglu.h"
+
+namespace replica {
+
+static_assert(kIgnoreIndex == kIgnoreLabel, "model and LM-head op must agree on the ignore index");
+
+namespace {
+
+// Carves 64-byte aligned float regions out of one FlatBuffer: first counts, then hands out.
+class Arena {
+ public:
+  float* Take(int64_t n) {
+    const size_t at = used_;
+    used_ += (static_cast<size_t>(n) + ParamLayout::kAlignFloats - 1) / ParamLayout::kAlignFloats *
+             ParamLayout::kAlignFloats;
+    return base_ ? base_ + at : nullptr;
+  }
+  size_t used() const { return used_; }
+  void Reset(float* base) {
+    base_ = base;
+    used_ = 0;
+  }
+
+ private:
+  float* base_ = nullptr;
+  size_t used_ = 0;
+};
+
+void Zero(float* p, int64_t n) {
+  constexpr int64_t kBlock = 1 << 16;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i += kBlock) std::memset(p + i, 0, std::min(kBlock, n - i) * 4);
+}
+
+}  // namespace
+
+// Per-layer parameter (or gradient) pointers into a FlatBuffer.
+template <typename F>
+struct LayerTensors {
+  F* q_proj;     // [H*hd, D]
+  F* k_proj;     // [KV*hd, D]
+  F* v_proj;     // [KV*hd, D]
+  F* o_proj;     // [D, H*hd]
+  F* q_norm;     // [H*hd]
+  F* k_norm;     // [KV*hd]
+  F* gate_proj;  // [I, D]
+  F* up_proj;    // [I, D]
+  F* down_proj;  // [D, I]
+  F* attn_norm;  // [D]  post_attention_layernorm
+  F* ff_norm;    // [D]  post_feedforward_layernorm
+};
+
+template <typename F>
+struct ModelTensors {
+  F* embed;  // [V, D]
+  std::vector<LayerTensors<F>> layers;
+  F* final_norm;  // [D]
+  F* lm_head;     // [V, D] (the embedding when tied)
+};
+
+// What the backward of one layer needs from its forward. N = max_batch * max_seq rows.
+struct LayerActivations {
+  float* x;               // [N, D]      layer input (residual stream)
+  float* q_raw;           // [N, H*hd]   x q_proj^T
+  float* k_raw;           // [N, KV*hd]  x k_proj^T
+  float* v;               // [N, KV*hd]  x v_proj^T
+  float* q;               // [N, H*hd]   rope(RMSNorm(q_raw))
+  float* k;               // [N, KV*hd]  rope(RMSNorm(k_raw))
+  float* rstd_q;          // [N]
+  float* rstd_k;          // [N]
+  float* att;             // [N, H*hd]   attention output, heads concatenated
+  float* lse;             // [B, H, T]   attention log-sum-exp
+  float* a;               // [N, D]      att o_proj^T
+  float* rstd_a;          // [N]
+  float* h;               // [N, D]      x + RMSNorm(a)
+  float* g;               // [N, I]      h gate_proj^T
+  float* u;               // [N, I]      h up_proj^T
+  float* s;               // [N, I]      silu(g) * u
+  float* m;               // [N, D]      s down_proj^T
+  float* rstd_m;          // [N]
+};
+
+// Gradient scratch shared by all layers (one layer's backward at a time).
+struct GradScratch {
+  float* dres;                   // [N, D]    ∂loss/∂(residual stream), flows layer to layer
+  float* dxf;                    // [N, D]    ∂loss/∂(final-normed hidden)
+  float* dm;                     // [N, D]
+  float* ds, *dg, *du;           // [N, I]
+  float* da;                     // [N, D]
+  float* datt;                   // [N, H*hd]
+  float* dq, *dq_norm, *dq_raw;  // [N, H*hd]  (after rope, before rope, before norm)
+  float* dk, *dk_norm, *dk_raw;  // [N, KV*hd]
+  float* dv;                     // [N, KV*hd]
+};
+
+struct Olmo3Model::Impl {
+  ModelConfig config;
+  ParamLayout layout;
+  int64_t max_batch, max_seq;
+  int64_t D, I, V, L, H, KV, hd, Qd, KVd;  // Qd = H*hd, KVd = KV*hd
+  FlatBuffer params, grads, acts_buffer;
+  ModelTensors<const float> w;
+  ModelTensors<float> dw;
+  std::vector<LayerActivations> acts;
+  float* final_in;    // [N, D] residual stream after the last layer
+  float* xf;          // [N, D] RMSNorm(final_in)
+  float* rstd_f;      // [N]
+  GradScratch d;
+  RopeTable rope;
+  LmHeadWorkspace lm_ws;
+
+  Impl(const ModelConfig& c, int64_t max_b, int64_t max_t);
+  template <typename F>
+  ModelTensors<F> Bind(F* base) const;
+  void Carve(Arena& arena);
+  void Validate(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T) const;
+  AttentionShape Shape(int64_t l, int64_t B, int64_t T) const {
+    return {B, T, H, KV, hd, config.Window(l)};
+  }
+
+  void Forward(const int32_t* tokens, int64_t B, int64_t T);  // up to xf
+  void LayerForward(int64_t l, int64_t B, int64_t T);
+  void LayerBackward(int64_t l, int64_t B, int64_t T);
+};
+
+Olmo3Model::Impl::Impl(const ModelConfig& c, int64_t max_b, int64_t max_t)
+    : config(c), layout(c.BuildLayout()), max_batch(max_b), max_seq(max_t) {
+  Require(max_b >= 1 && max_t >= 1, "Olmo3Model: max batch {} and max sequence {} must be >= 1",
+          max_b, max_t);
+  D = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, L = c.num_layers;
+  H = c.num_heads, KV = c.num_kv_heads, hd = c.head_dim;
+  Qd = H * hd, KVd = KV * hd;
+  Require(D > 0 && I > 0 && V > 0 && L > 0 && H > 0 && KV > 0 && hd > 0 && H % KV == 0,
+          "Olmo3Model: invalid model shape (D={}, I={}, V={}, L={}, H={}, KV={}, hd={})", D, I, V, L,
+          H, KV, hd);
+  Require(static_cast<int64_t>(c.layer_types.size()) == L,
+          "Olmo3Model: {} layer types for {} layers", c.layer_types.size(), L);
+  params = FlatBuffer(layout.total_floats());
+  grads = FlatBuffer(layout.total_floats());
+  w = Bind<const float>(params.data());
+  dw = Bind<float>(grads.data());
+  Arena arena;
+  Carve(arena);  // count
+  acts_buffer = FlatBuffer(arena.used());
+  arena.Reset(acts_buffer.data());
+  Carve(arena);  // hand out
+  rope = MakeRopeTable(max_seq, hd, c.rope_theta);
+  lm_ws = LmHeadWorkspace(max_batch * max_seq, V);
+}
+
+template <typename F>
+ModelTensors<F> Olmo3Model::Impl::Bind(F* base) const {
+  auto at = [&](const std::string& name) { return base + layout.Get(name).offset; };
+  ModelTensors<F> t;
+  t.embed = at("model.embed_tokens.weight");
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    t.layers.push_back({at(p + "self_attn.q_proj.weight"), at(p + "self_attn.k_proj.weight"),
+                        at(p + "self_attn.v_proj.weight"), at(p + "self_attn.o_proj.weight"),
+                        at(p + "self_attn.q_norm.weight"), at(p + "self_attn.k_norm.weight"),
+                        at(p + "mlp.gate_proj.weight"), at(p + "mlp.up_proj.weight"),
+                        at(p + "mlp.down_proj.weight"), at(p + "post_attention_layernorm.weight"),
+                        at(p + "post_feedforward_layernorm.weight")});
+  }
+  t.final_norm = at("model.norm.weight");
+  t.lm_head = config.tie_word_embeddings ? t.embed : at("lm_head.weight");
+  return t;
+}
+
+void Olmo3Model::Impl::Carve(Arena& arena) {
+  const int64_t N = max_batch * max_seq;
+  acts.assign(static_cast<size_t>(L), {});
+  for (auto& a : acts) {
+    a.x = arena.Take(N * D);
+    a.q_raw = arena.Take(N * Qd);
+    a.k_raw = arena.Take(N * KVd);
+    a.v = arena.Take(N * KVd);
+    a.q = arena.Take(N * Qd);
+    a.k = arena.Take(N * KVd);
+    a.rstd_q = arena.Take(N);
+    a.rstd_k = arena.Take(N);
+    a.att = arena.Take(N * Qd);
+    a.lse = arena.Take(N * H);
+    a.a = arena.Take(N * D);
+    a.rstd_a = arena.Take(N);
+    a.h = arena.Take(N * D);
+    a.g = arena.Take(N * I);
+    a.u = arena.Take(N * I);
+    a.s = arena.Take(N * I);
+    a.m = arena.Take(N * D);
+    a.rstd_m = arena.Take(N);
+  }
+  final_in = arena.Take(N * D);
+  xf = arena.Take(N * D);
+  rstd_f = arena.Take(N);
+  d.dres = arena.Take(N * D);
+  d.dxf = arena.Take(N * D);
+  d.dm = arena.Take(N * D);
+  d.ds = arena.Take(N * I);
+  d.dg = arena.Take(N * I);
+  d.du = arena.Take(N * I);
+  d.da = arena.Take(N * D);
+  d.datt = arena.Take(N * Qd);
+  d.dq = arena.Take(N * Qd);
+  d.dq_norm = arena.Take(N * Qd);
+  d.dq_raw = arena.Take(N * Qd);
+  d.dk = arena.Take(N * KVd);
+  d.dk_norm = arena.Take(N * KVd);
+  d.dk_raw = arena.Take(N * KVd);
+  d.dv = arena.Take(N * KVd);
+}
+
+void Olmo3Model::Impl::Validate(const int32_t* tokens, const int32_t* labels, int64_t B,
+                                int64_t T) const {
+  Require(B >= 1 && B <= max_batch, "Olmo3Model: batch {} outside [1, {}] (max_batch)", B,
+          max_batch);
+  Require(T >= 1 && T <= max_seq, "Olmo3Model: sequence length {} outside [1, {}] (max_seq)", T,
+          max_seq);
+  for (int64_t i = 0; i < B * T; ++i) {
+    Require(tokens[i] >= 0 && tokens[i] < V,
+            "Olmo3Model: input id {} at [{}, {}] is outside the vocabulary [0, {})", tokens[i],
+            i / T, i % T, V);
+    if (labels) {
+      Require(labels[i] == kIgnoreIndex || (labels[i] >= 0 && labels[i] < V),
+              "Olmo3Model: label {} at [{}, {}] is neither -100 nor in [0, {})", labels[i], i / T,
+              i % T, V);
+    }
+  }
+}
+
+// One Olmo 3 block: h = x + RMSNorm(Attn(x)); out = h + RMSNorm(MLP(h)).
+void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T) {
+  const int64_t N = B * T;
+  const LayerTensors<const float>& p = w.layers[l];
+  LayerActivations& a = acts[l];
+  float* out = l + 1 < L ? acts[l + 1].x : final_in;
+  // Attention, with QK-norm over the whole projection, then RoPE.
+  LinearForward(a.x, p.q_proj, N, D, Qd, a.q_raw);
+  LinearForward(a.x, p.k_proj, N, D, KVd, a.k_raw);
+  LinearForward(a.x, p.v_proj, N, D, KVd, a.v);
+  RMSNormForward(a.q_raw, p.q_norm, N, Qd, config.rms_norm_eps, a.q, a.rstd_q);
+  RMSNormForward(a.k_raw, p.k_norm, N, KVd, config.rms_norm_eps, a.k, a.rstd_k);
+  RopeForward(rope, a.q, B, T, H, a.q);
+  RopeForward(rope, a.k, B, T, KV, a.k);
+  AttentionForward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse);
+  LinearForward(a.att, p.o_proj, N, Qd, D, a.a);
+  RMSNormAddForward(a.a, p.attn_norm, a.x, N, D, config.rms_norm_eps, a.h, a.rstd_a);
+  // SwiGLU MLP.
+  LinearForward(a.h, p.gate_proj, N, D, I, a.g);
+  LinearForward(a.h, p.up_proj, N, D, I, a.u);
+  SwiGLUForward(a.g, a.u, N * I, a.s);
+  LinearForward(a.s, p.down_proj, N, I, D, a.m);
+  RMSNormAddForward(a.m, p.ff_norm, a.h, N, D, config.rms_norm_eps, out, a.rstd_m);
+}
+
+// The mirror of LayerForward. On entry d.dres = ∂loss/∂out; on exit it is ∂loss/∂x.
+void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T) {
+  const int64_t N = B * T;
+  const LayerTensors<const float>& p = w.layers[l];
+  const LayerTensors<float>& g = dw.layers[l];
+  const LayerActivations& a = acts[l];
+  float* dres = d.dres;  // ∂out, then ∂h (out = h + ...), then ∂x (h = x + ...)
+  // MLP.
+  Zero(d.dm, N * D);
+  RMSNormBackward(a.m, p.ff_norm, a.rstd_m, dres, N, D, d.dm, g.ff_norm);
+  Zero(d.ds, N * I);
+  LinearBackward(a.s, p.down_proj, d.dm, N, I, D, d.ds, g.down_proj);
+  Zero(d.dg, N * I);
+  Zero(d.du, N * I);
+  SwiGLUBackward(a.g, a.u, d.ds, N * I, d.dg, d.du);
+  LinearBackward(a.h, p.up_proj, d.du, N, D, I, dres, g.up_proj);
+  LinearBackward(a.h, p.gate_proj, d.dg, N, D, I, dres, g.gate_proj);
+  // Attention.
+  Zero(d.da, N * D);
+  RMSNormBackward(a.a, p.attn_norm, a.rstd_a, dres, N, D, d.da, g.attn_norm);
+  Zero(d.datt, N * Qd);
+  LinearBackward(a.att, p.o_proj, d.da, N, Qd, D, d.datt, g.o_proj);
+  Zero(d.dq, N * Qd);
+  Zero(d.dk, N * KVd);
+  Zero(d.dv, N * KVd);
+  AttentionBackward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, d.datt, d.dq, d.dk, d.dv);
+  Zero(d.dk_norm, N * KVd);
+  Zero(d.dq_norm, N * Qd);
+  RopeBackward(rope, d.dk, B, T, KV, d.dk_norm);
+  RopeBackward(rope, d.dq, B, T, H, d.dq_norm);
+  Zero(d.dk_raw, N * KVd);
+  Zero(d.dq_raw, N * Qd);
+  RMSNormBackward(a.k_raw, p.k_norm, a.rstd_k, d.dk_norm, N, KVd, d.dk_raw, g.k_norm);
+  RMSNormBackward(a.q_raw, p.q_norm, a.rstd_q, d.dq_norm, N, Qd, d.dq_raw, g.q_norm);
+  LinearBackward(a.x, p.v_proj, d.dv, N, D, KVd, dres, g.v_proj);
+  LinearBackward(a.x, p.k_proj, d.dk_raw, N, D, KVd, dres, g.k_proj);
+  LinearBackward(a.x, p.q_proj, d.dq_raw, N, D, Qd, dres, g.q_proj);
+}
+
+void Olmo3Model::Impl::Forward(const int32_t* tokens, int64_t B, int64_t T) {
+  const int64_t N = B * T;
+  EmbeddingForward(w.embed, tokens, N, D, acts[0].x);
+  for (int64_t l = 0; l < L; ++l) LayerForward(l, B, T);
+  RMSNormForward(final_in, w.final_norm, N, D, config.rms_norm_eps, xf, rstd_f);
+}
+
+Olmo3Model::Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq)
+    : impl_(std::make_unique<Impl>(config, max_batch, max_seq)) {}
+Olmo3Model::~Olmo3Model() = default;
+
+const ModelConfig& Olmo3Model::config() const { return impl_->config; }
+const ParamLayout& Olmo3Model::layout() const { return impl_->layout; }
+FlatBuffer& Olmo3Model::params() { return impl_->params; }
+FlatBuffer& Olmo3Model::grads() { return impl_->grads; }
+
+LossSums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B,
+                                     int64_t T, double grad_scale, double z_loss_multiplier) {
+  Impl& m = *impl_;
+  Require(labels != nullptr, "Olmo3Model::ForwardBackward: labels are required");
+  m.Validate(tokens, labels, B, T);
+  const int64_t N = B * T, D = m.D;
+  m.Forward(tokens, B, T);
+  // logits = xf lm_head^T, fused with CE + z-loss and their backward.
+  Zero(m.d.dxf, N * D);
+  CrossEntropySums s = LmHeadLossForwardBackward(m.xf, m.w.lm_head, labels, N, D, m.V, grad_scale,
+                                                 z_loss_multiplier, m.lm_ws, m.d.dxf, m.dw.lm_head);
+  // xf = RMSNorm(final_in)
+  Zero(m.d.dres, N * D);
+  RMSNormBackward(m.final_in, m.w.final_norm, m.rstd_f, m.d.dxf, N, D, m.d.dres, m.dw.final_norm);
+  for (int64_t l = m.L - 1; l >= 0; --l) m.LayerBackward(l, B, T);
+  // x0 = embed_tokens[tokens]
+  EmbeddingBackward(tokens, m.d.dres, N, m.V, D, m.dw.embed);
+  return {s.ce_sum, s.lse_sq_sum, s.tokens};
+}
+
+LossSums Olmo3Model::ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B,
+                                 int64_t T) {
+  Impl& m = *impl_;
+  Require(labels != nullptr, "Olmo3Model::ForwardLoss: labels are required");
+  m.Validate(tokens, labels, B, T);
+  m.Forward(tokens, B, T);
+  CrossEntropySums s = LmHeadLossForward(m.xf, m.w.lm_head, labels, B * T, m.D, m.V, m.lm_ws);
+  return {s.ce_sum, s.lse_sq_sum, s.tokens};
+}
+
+void Olmo3Model::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
+  Impl& m = *impl_;
+  m.Validate(tokens, nullptr, B, T);
+  m.Forward(tokens, B, T);
+  LinearForward(m.xf, m.w.lm_head, B * T, m.D, m.V, logits);
+}
+
+}  // namespace replica
