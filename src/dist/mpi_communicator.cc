@@ -8,6 +8,9 @@
 #include "core/error.h"
 
 #if __has_include(<mpi.h>)
+// The C API only: replica links MPI::MPI_C, not the deprecated C++ bindings mpi.h would pull in.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #define REPLICA_HAVE_MPI 1
 #else
