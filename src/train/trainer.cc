@@ -119,11 +119,6 @@ void WriteRunConfig(const std::string& run_dir, const RunConfig& c) {
   WriteFileAtomic((fs::path(run_dir) / "config.sha256").string(), c.Hash() + "  config.yaml\n");
 }
 
-// Row r of a [rows, T] int32 matrix.
-const int32_t* Row(const std::vector<int32_t>& m, int64_t r, int64_t T) {
-  return m.data() + r * T;
-}
-
 }  // namespace
 
 std::vector<std::string> ExpandDataPaths(const std::vector<std::string>& patterns) {
@@ -309,9 +304,7 @@ TrainSummary Train(const TrainerOptions& opt) {
       step, cfg.train.max_steps, cfg.model.NumParams(), I, T, local_micro, mu, NumThreads(),
       flops_per_token / 1e9, peak / 1e9));
 
-  const std::vector<int64_t> order = MicroBatchOrder(local_micro);
-  std::vector<int32_t> mb_tokens(static_cast<size_t>(mu * T)), mb_labels(mb_tokens.size());
-  const size_t P = layout.total_floats();
+  TrainStep train_step(model, adam, skip, mu, cfg.train.z_loss_multiplier, opt.reducer);
   double sum_tps = 0, sum_mfu = 0;
   int64_t steps_run = 0;
   const auto loop_start = Clock::now();
@@ -338,41 +331,15 @@ TrainSummary Train(const TrainerOptions& opt) {
     const int64_t s = step + 1;
     const auto t0 = Clock::now();
     const data::RankBatch batch = loader.Next();
+    if (opt.on_batch)  // leak guard (issue 5)
+      opt.on_batch(s, batch.instances, batch.input_ids.data(),
+                   static_cast<int64_t>(batch.instances.size()), T);
 
-    // N: labels that count, over the whole global batch, known before any backward pass.
-    int64_t local_n = 0;
-    for (int32_t l : batch.labels) local_n += l != data::kLabelIgnore;
-    const int64_t n_global = opt.reducer ? opt.reducer->SumTokens(local_n) : local_n;
-    Require(n_global > 0, "step {}: the global batch has no labelled tokens", s);
-    const double grad_scale = 1.0 / static_cast<double>(n_global);
-
-    TreeAccumulator acc(P, local_micro);
-    TreeAccumulator::Scalars sums{};
-    for (int64_t k : order) {
-      // Local micro-batch k = local positions k, k + M, k + 2M, ... (grad_accum.h).
-      const std::vector<int64_t> pos = MicroBatchPositions(k, local_micro, mu);
-      for (int64_t i = 0; i < mu; ++i) {
-        std::memcpy(mb_tokens.data() + i * T, Row(batch.input_ids, pos[static_cast<size_t>(i)], T),
-                    static_cast<size_t>(T) * sizeof(int32_t));
-        std::memcpy(mb_labels.data() + i * T, Row(batch.labels, pos[static_cast<size_t>(i)], T),
-                    static_cast<size_t>(T) * sizeof(int32_t));
-      }
-      model.grads().Zero();
-      const LossSums ls = model.ForwardBackward(mb_tokens.data(), mb_labels.data(), mu, T,
-                                                grad_scale, cfg.train.z_loss_multiplier);
-      sums = acc.Add(model.grads(), {ls.ce_sum, ls.lse_sq_sum});
-    }
-    if (opt.reducer) opt.reducer->ReduceGradients(model.grads(), sums);
-
-    const double ce_loss = sums[0] / static_cast<double>(n_global);
-    const double z_loss =
-        cfg.train.z_loss_multiplier * sums[1] / static_cast<double>(n_global);
-    const double loss = ce_loss + z_loss;
-    const double grad_norm = GlobalGradNorm(model.grads());
-    const double coef = ClipCoefficient(grad_norm, cfg.optim.max_grad_norm);
-    const bool proceed = skip.Observe(ce_loss, grad_norm);
     const double lr = LrAt(cfg.optim.schedule, cfg.optim.lr, s);
-    if (proceed) adam.Step(model.params(), model.grads(), lr, coef);
+    const StepOutcome o = train_step.Run(batch.input_ids.data(), batch.labels.data(),
+                                         local_instances, T, lr);
+    const double loss = o.loss, grad_norm = o.grad_norm;
+    const bool proceed = !o.skipped;
     step = s;
     tokens += I * T;
     const double dt = Seconds(t0, Clock::now());
@@ -388,10 +355,10 @@ TrainSummary Train(const TrainerOptions& opt) {
 
     metrics.Write(EncodeNonFinite({{"step", s},
                                    {"loss", loss},
-                                   {"ce_loss", ce_loss},
-                                   {"z_loss", z_loss},
+                                   {"ce_loss", o.ce_loss},
+                                   {"z_loss", o.z_loss},
                                    {"grad_norm", grad_norm},
-                                   {"clip_coef", coef},
+                                   {"clip_coef", o.clip_coef},
                                    {"lr", lr},
                                    {"tokens", tokens},
                                    {"step_time_s", dt},

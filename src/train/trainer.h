@@ -23,24 +23,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "model/olmo3.h"
-#include "train/grad_accum.h"
 #include "train/run_config.h"
+#include "train/train_step.h"
 
 namespace replica {
-
-// What data parallelism plugs in (src/dist); the single-process trainer uses none. Ranks hold the
-// micro-batches j ≡ rank (mod world) of every global batch (grad_accum.h).
-class RankReducer {
- public:
-  virtual ~RankReducer() = default;
-  // Σ over ranks of a per-rank count (exact).
-  virtual int64_t SumTokens(int64_t local) = 0;
-  // Replaces this rank's partial gradient sum and scalars by the sum over ranks, combined with the
-  // top levels of the micro-batch tree (grad_accum.h), identical on every rank.
-  virtual void ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) = 0;
-};
 
 struct TrainerOptions {
   RunConfig config;
@@ -52,6 +41,12 @@ struct TrainerOptions {
   // metrics line (empty object = nothing to record). The trainer library cannot see src/eval; the
   // CLI wires EvalSuite in here.
   std::function<nlohmann::json(int64_t step, Olmo3Model& model)> eval;
+  // Leak guard hook (issue 5, src/eval/leak_guard.h), wired by the CLI: sees every batch the loader
+  // emits, before it is trained on: step, this rank's instance ids, tokens [rows, seq_len].
+  // Throwing an Error stops the run.
+  std::function<void(int64_t step, const std::vector<uint32_t>& instances, const int32_t* tokens,
+                     int64_t rows, int64_t seq_len)>
+      on_batch;
   double peak_flops = 0;  // MFU denominator; 0 = measure the GEMM rate at start-up
 };
 

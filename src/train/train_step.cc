@@ -1,0 +1,66 @@
+#include "train/train_step.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace replica {
+
+TrainStep::TrainStep(Olmo3Model& model, AdamW& adam, SkipStepRule& skip,
+                     int64_t micro_batch_instances, double z_loss_multiplier,
+                     RankReducer* reducer)
+    : model_(model),
+      adam_(adam),
+      skip_(skip),
+      mu_(micro_batch_instances),
+      zmul_(z_loss_multiplier),
+      reducer_(reducer) {
+  Require(mu_ >= 1, "train step: micro-batch size must be >= 1, got {}", mu_);
+}
+
+StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t rows, int64_t T,
+                           double lr) {
+  Require(rows >= mu_ && rows % mu_ == 0,
+          "train step: {} rows are not a whole number of micro-batches of {}", rows, mu_);
+  const int64_t m = rows / mu_;
+  StepOutcome out;
+  out.lr = lr;
+
+  int64_t local_n = 0;
+  for (int64_t i = 0; i < rows * T; ++i) local_n += labels[i] != kIgnoreIndex;
+  out.label_tokens = reducer_ ? reducer_->SumTokens(local_n) : local_n;
+  Require(out.label_tokens > 0, "train step: the global batch has no labelled tokens");
+  const double grad_scale = 1.0 / static_cast<double>(out.label_tokens);
+
+  ids_.resize(static_cast<size_t>(mu_ * T));
+  labels_.resize(ids_.size());
+  const size_t row_bytes = static_cast<size_t>(T) * sizeof(int32_t);
+  FlatBuffer& grads = model_.grads();
+  TreeAccumulator acc(grads.size(), m);
+  TreeAccumulator::Scalars sums{};
+  for (int64_t k : MicroBatchOrder(m)) {
+    const std::vector<int64_t> pos = MicroBatchPositions(k, m, mu_);
+    for (int64_t i = 0; i < mu_; ++i) {
+      const int64_t r = pos[static_cast<size_t>(i)];
+      std::memcpy(ids_.data() + i * T, ids + r * T, row_bytes);
+      std::memcpy(labels_.data() + i * T, labels + r * T, row_bytes);
+    }
+    grads.Zero();
+    const LossSums ls =
+        model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
+    sums = acc.Add(grads, {ls.ce_sum, ls.lse_sq_sum});
+  }
+  if (reducer_) reducer_->ReduceGradients(grads, sums);
+
+  const double n = static_cast<double>(out.label_tokens);
+  out.ce_loss = sums[0] / n;
+  out.z_loss = zmul_ * sums[1] / n;
+  out.loss = out.ce_loss + out.z_loss;
+  out.grad_norm = GlobalGradNorm(grads);
+  out.clip_coef = ClipCoefficient(out.grad_norm, adam_.config().max_grad_norm);
+  out.skipped = !skip_.Observe(out.ce_loss, out.grad_norm);
+  if (!out.skipped) adam_.Step(model_.params(), grads, lr, out.clip_coef);
+  return out;
+}
+
+}  // namespace replica
