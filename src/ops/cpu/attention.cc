@@ -5,9 +5,8 @@
 //
 // Every tile product is a small GEMM in "broadcast" form, C[r, :] += A[r, k] · B[k, :], where the
 // rows of B are contiguous: each output element is a sum over k in order, one FMA at a time, so a
-// result does not depend on the vector width nor on the threads. Operands are read in place from
-// q, k, v, dout whenever the head dim is a multiple of 16; only transposed operands are packed,
-// and those once per tile that is reused, not per tile pair.
+// result does not depend on the vector width nor on the threads. Broadcast operands (A) are read
+// in place from q, k, dout; operands re-read per row block (B) are packed contiguous, per tile.
 //
 // Forward, per (b, head, query tile): Sᵀ = k·qᵀ (keys × queries), so the online softmax runs down
 // the columns with one query per lane, then O += P·v.
@@ -162,11 +161,11 @@ class Scratch {
   size_t size_ = 0;
 };
 thread_local Scratch tls_tile_scratch;  // tile buffers of the unit a thread is running
+thread_local Scratch tls_unit_scratch;  // packed rows of a backward (b, kv head) unit
 thread_local Scratch tls_call_scratch;  // per-call arrays, on the calling thread
 
 struct Geometry {
   size_t B, T, H, KV, hd, hdp, W, group, nqt, nkt;
-  bool in_place;  // operands can be read from q, k, v, dout without padding
   float scale;
 
   explicit Geometry(const AttentionShape& s)
@@ -180,7 +179,6 @@ struct Geometry {
         group(s.H / s.KV),
         nqt((s.T + kBr - 1) / kBr),
         nkt((s.T + kBc - 1) / kBc),
-        in_place(hdp == hd),
         scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hd)))) {}
 
   size_t QRow(size_t b, size_t t, size_t h) const { return ((b * T + t) * H + h) * hd; }
@@ -205,29 +203,49 @@ struct Geometry {
   }
 };
 
-// Rows of width hd, `stride` apart, either in place or copied to a zero-padded [rows × hdp] buffer
-// so that a full hdp-wide vector load never reads past a row.
-struct Rows {
-  const float* p;
-  size_t stride;
-};
-Rows PaddedRows(const Geometry& g, const float* src, size_t stride, size_t rows, float* buffer) {
-  if (g.in_place) return Rows{src, stride};
+// Copies `rows` rows of width hd, `stride` apart, to a contiguous zero-padded [rows × hdp] buffer.
+// Operands that a product re-reads for every row block are packed like this: in place, rows H·hd
+// floats apart (2 KiB at the bench shape) map onto a handful of L1 sets and evict each other.
+void PackRows(const Geometry& g, const float* src, size_t stride, size_t rows, float* dst) {
   for (size_t r = 0; r < rows; ++r) {
-    std::memcpy(buffer + r * g.hdp, src + r * stride, g.hd * sizeof(float));
-    std::fill(buffer + r * g.hdp + g.hd, buffer + (r + 1) * g.hdp, 0.0f);
+    std::memcpy(dst + r * g.hdp, src + r * stride, g.hd * sizeof(float));
+    std::fill(dst + r * g.hdp + g.hd, dst + (r + 1) * g.hdp, 0.0f);
   }
-  return Rows{buffer, g.hdp};
 }
 
-// dst[hd × width] = transpose of `rows` rows (stride `stride`); columns rows..width-1 zeroed.
-void PackTransposed(const float* src, size_t stride, size_t rows, size_t hd, size_t width,
+// dst[hd × width] = transpose of `rows` packed rows (stride hdp); columns rows..width-1 zeroed.
+// Transposes read packed rows, not q, k, v in place: the row copies are plain streaming loads,
+// while a transposing loop over strided rows stalls on cache misses.
+void PackTransposed(const Geometry& g, const float* packed, size_t rows, size_t width,
                     float* dst) {
   for (size_t r = 0; r < rows; ++r) {
-    const float* row = src + r * stride;
-    for (size_t c = 0; c < hd; ++c) dst[c * width + r] = row[c];
+    const float* row = packed + r * g.hdp;
+    for (size_t c = 0; c < g.hd; ++c) dst[c * width + r] = row[c];
   }
-  for (size_t c = 0; c < hd; ++c) std::fill(dst + c * width + rows, dst + (c + 1) * width, 0.0f);
+  for (size_t c = 0; c < g.hd; ++c) std::fill(dst + c * width + rows, dst + (c + 1) * width, 0.0f);
+}
+
+// dst[0:n) += src[0:n).
+void AddTo(float* HWY_RESTRICT dst, const float* HWY_RESTRICT src, size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::Add(hn::LoadU(d, dst + i), hn::LoadU(d, src + i)), d, dst + i);
+  }
+  for (; i < n; ++i) dst[i] += src[i];
+}
+
+// Σ a[i]·b[i] over [0, n).
+float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  VF acc = hn::Zero(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) acc = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc);
+  float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -240,16 +258,18 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
   const size_t kvh = h / g.group, hdp = g.hdp;
   const size_t q0 = qt * kBr, qn = std::min(kBr, g.T - q0);
 
-  float* mem = tls_tile_scratch.Get(g.hd * kBr + kBc * kBr + kBr * hdp + kBc * hdp + 3 * kBr);
+  float* mem = tls_tile_scratch.Get(g.hd * kBr + kBc * kBr + kBr * hdp + 2 * kBc * hdp + 3 * kBr);
   float* QT = mem;              // [hd × kBr]  qᵀ of this tile
   float* ST = QT + g.hd * kBr;  // [kBc × kBr] scores, then probabilities (keys × queries)
   float* O = ST + kBc * kBr;    // [kBr × hdp] unnormalised output
-  float* Vbuf = O + kBr * hdp;  // [kBc × hdp] padded v rows when hd is not a multiple of 16
-  float* m = Vbuf + kBc * hdp;  // running max per query
+  float* Kp = O + kBr * hdp;    // [kBc × hdp] packed k rows
+  float* Vp = Kp + kBc * hdp;   // [kBc × hdp] packed v rows
+  float* m = Vp + kBc * hdp;    // running max per query
   float* l = m + kBr;           // running sum per query
   float* alpha = l + kBr;       // rescale factor of this key tile per query
 
-  PackTransposed(q + g.QRow(b, q0, h), g.QStride(), qn, g.hd, kBr, QT);
+  PackRows(g, q + g.QRow(b, q0, h), g.QStride(), qn, Vp);  // Vp is free until the first key tile
+  PackTransposed(g, Vp, qn, kBr, QT);
   std::fill(O, O + kBr * hdp, 0.0f);
   std::fill(m, m + kBr, kNegInf);
   std::fill(l, l + kBr, 0.0f);
@@ -258,7 +278,9 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
 
   for (size_t kt = g.FirstKeyTile(qt); kt <= g.LastKeyTile(qt); ++kt) {
     const size_t k0 = kt * kBc, kn = std::min(kBc, g.T - k0);
-    Gemm<false>(kn, kBr, g.hd, k + g.KVRow(b, k0, kvh), g.KVStride(), 1, QT, kBr, ST, kBr);
+    PackRows(g, k + g.KVRow(b, k0, kvh), g.KVStride(), kn, Kp);
+    PackRows(g, v + g.KVRow(b, k0, kvh), g.KVStride(), kn, Vp);
+    Gemm<false>(kn, kBr, g.hd, Kp, hdp, 1, QT, kBr, ST, kBr);  // Sᵀ = k qᵀ
     if (!g.TileFullyVisible(q0, qn, k0, kn)) {
       for (size_t j = 0; j < kn; ++j) {  // key k0+j is visible to queries [key, key+W) ∩ tile
         const size_t key = k0 + j;
@@ -303,10 +325,9 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
       for (size_t c = 0; c < hdp; c += N)
         hn::StoreU(hn::Mul(hn::LoadU(d, orow + c), a), d, orow + c);
     }
-    const Rows vr = PaddedRows(g, v + g.KVRow(b, k0, kvh), g.KVStride(), kn, Vbuf);
     const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(q0), static_cast<int64_t>(k0),
                     /*rows_are_queries=*/true};
-    Gemm<true>(qn, hdp, kn, ST, 1, kBr, vr.p, vr.stride, O, hdp, &band);  // O += P v
+    Gemm<true>(qn, hdp, kn, ST, 1, kBr, Vp, hdp, O, hdp, &band);  // O += P v
   }
 
   for (size_t r = 0; r < qn; ++r) {
@@ -338,62 +359,75 @@ struct BackwardArgs {
   const float* D;  // [B, H, T] rowsum(dout ∘ out)
 };
 
-// Buffers of one unit of backward work.
+// Tile buffers of one thread's backward work.
 struct BackwardScratch {
-  float* KT;     // [hd × kBc]  kᵀ of the key tile (for S = q kᵀ)
-  float* VT;     // [hd × kBc]  vᵀ (for dP = dout vᵀ)
-  float* dK;     // [kBc × hdp] the key tile's dk terms
-  float* dV;     // [kBc × hdp]
-  float* P;      // [kBr × kBc]
-  float* dS;     // [kBr × kBc] dP, then dS
-  float* dQ;     // [kBr × hdp] padded dq terms when hd is not a multiple of 16
-  float* Kbuf;   // [kBc × hdp] padded k rows, likewise
-  float* Qbuf;   // [kBr × hdp] padded q rows
-  float* dObuf;  // [kBr × hdp] padded dout rows
+  float* KT;   // [hd × kBc]  kᵀ of the key tile (for S = q kᵀ)
+  float* VT;   // [hd × kBc]  vᵀ (for dP = dout vᵀ)
+  float* Kp;   // [kBc × hdp] k rows of the key tile (for dq += dS k)
+  float* Vp;   // [kBc × hdp] v rows (to transpose from)
+  float* dK;   // [kBc × hdp] the key tile's dk sums
+  float* dV;   // [kBc × hdp]
+  float* P;    // [kBr × kBc]
+  float* dS;   // [kBr × kBc] dP, then dS
+  float* Qp;   // [kBr × hdp] one query tile's q rows, dout rows and dq sums (two-pass scheme)
+  float* dOp;  // [kBr × hdp]
+  float* dQ;   // [kBr × hdp]
 
   static size_t Floats(const Geometry& g) {
-    return 2 * g.hd * kBc + 2 * kBc * g.hdp + 2 * kBr * kBc + kBr * g.hdp + kBc * g.hdp +
-           2 * kBr * g.hdp;
+    return 2 * g.hd * kBc + 4 * kBc * g.hdp + 2 * kBr * kBc + 3 * kBr * g.hdp;
   }
   BackwardScratch(const Geometry& g, float* mem) {
     KT = mem;
     VT = KT + g.hd * kBc;
-    dK = VT + g.hd * kBc;
+    Kp = VT + g.hd * kBc;
+    Vp = Kp + kBc * g.hdp;
+    dK = Vp + kBc * g.hdp;
     dV = dK + kBc * g.hdp;
     P = dV + kBc * g.hdp;
     dS = P + kBr * kBc;
-    dQ = dS + kBr * kBc;
-    Kbuf = dQ + kBr * g.hdp;
-    Qbuf = Kbuf + kBc * g.hdp;
-    dObuf = Qbuf + kBr * g.hdp;
+    Qp = dS + kBr * kBc;
+    dOp = Qp + kBr * g.hdp;
+    dQ = dOp + kBr * g.hdp;
   }
 };
 
-// The key tile kt of kv head kvh, transposed for the score products.
+// One head's query rows from position `first` on, packed [rows × hdp]: q and dout as product
+// operands, and the dq sums (nullptr when dq is not wanted). Packed because in place, rows H·hd
+// floats apart, a head's rows crowd into a fraction of the cache sets and evict each other.
+struct QueryRows {
+  const float* q;
+  const float* dout;
+  float* dq;
+  size_t first;
+};
+
+// The key tile kt of kv head kvh, packed for the products.
 struct KeyTile {
-  size_t k0, kn, kvh;
+  size_t k0, kn;
 };
 KeyTile LoadKeyTile(const Geometry& g, const BackwardArgs& a, size_t b, size_t kvh, size_t kt,
                     BackwardScratch& s) {
-  KeyTile t{kt * kBc, std::min(kBc, g.T - kt * kBc), kvh};
-  PackTransposed(a.k + g.KVRow(b, t.k0, kvh), g.KVStride(), t.kn, g.hd, kBc, s.KT);
-  PackTransposed(a.v + g.KVRow(b, t.k0, kvh), g.KVStride(), t.kn, g.hd, kBc, s.VT);
+  KeyTile t{kt * kBc, std::min(kBc, g.T - kt * kBc)};
+  PackRows(g, a.k + g.KVRow(b, t.k0, kvh), g.KVStride(), t.kn, s.Kp);
+  PackTransposed(g, s.Kp, t.kn, kBc, s.KT);
+  PackRows(g, a.v + g.KVRow(b, t.k0, kvh), g.KVStride(), t.kn, s.Vp);
+  PackTransposed(g, s.Vp, t.kn, kBc, s.VT);
   return t;
 }
 
 // The terms of one (query tile, key tile) pair of head h: into the key tile's dK, dV sums when
-// with_dkdv, and into dq when with_dq.
+// with_dkdv, and into the dq sums when rows.dq is set.
 void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, size_t qt,
-                  const KeyTile& kt, BackwardScratch& s, bool with_dkdv, bool with_dq) {
+                  const KeyTile& kt, const QueryRows& rows, BackwardScratch& s, bool with_dkdv) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const size_t hdp = g.hdp, q0 = qt * kBr, qn = std::min(kBr, g.T - q0), kn = kt.kn;
-  const float* q = a.q + g.QRow(b, q0, h);
-  const float* dout = a.dout + g.QRow(b, q0, h);
+  const float* q = rows.q + (q0 - rows.first) * hdp;
+  const float* dout = rows.dout + (q0 - rows.first) * hdp;
   const float* lse = a.lse + g.LseRow(b, h) + q0;
   const float* D = a.D + g.LseRow(b, h) + q0;
 
-  Gemm<false>(qn, kBc, g.hd, q, g.QStride(), 1, s.KT, kBc, s.P, kBc);  // S = q kᵀ
+  Gemm<false>(qn, kBc, g.hd, q, hdp, 1, s.KT, kBc, s.P, kBc);  // S = q kᵀ
   if (!g.TileFullyVisible(q0, qn, kt.k0, kn)) {
     for (size_t r = 0; r < qn; ++r) {
       const size_t i = q0 + r;
@@ -409,7 +443,7 @@ void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, 
       }
     }
   }
-  Gemm<false>(qn, kBc, g.hd, dout, g.QStride(), 1, s.VT, kBc, s.dS, kBc);  // dP = dout vᵀ
+  Gemm<false>(qn, kBc, g.hd, dout, hdp, 1, s.VT, kBc, s.dS, kBc);  // dP = dout vᵀ
 
   const VF vscale = hn::Set(d, g.scale);
   for (size_t r = 0; r < qn; ++r) {
@@ -427,59 +461,98 @@ void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, 
   }
 
   if (with_dkdv) {
-    const Rows dor = PaddedRows(g, dout, g.QStride(), qn, s.dObuf);
-    const Rows qr = PaddedRows(g, q, g.QStride(), qn, s.Qbuf);
     const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(kt.k0),
                     static_cast<int64_t>(q0), /*rows_are_queries=*/false};
-    Gemm<true>(kn, hdp, qn, s.P, 1, kBc, dor.p, dor.stride, s.dV, hdp, &band);  // dV += Pᵀ dout
-    Gemm<true>(kn, hdp, qn, s.dS, 1, kBc, qr.p, qr.stride, s.dK, hdp, &band);   // dK += dSᵀ q
+    Gemm<true>(kn, hdp, qn, s.P, 1, kBc, dout, hdp, s.dV, hdp, &band);  // dV += Pᵀ dout
+    Gemm<true>(kn, hdp, qn, s.dS, 1, kBc, q, hdp, s.dK, hdp, &band);    // dK += dSᵀ q
   }
-  if (with_dq) {
-    const Rows kr = PaddedRows(g, a.k + g.KVRow(b, kt.k0, kt.kvh), g.KVStride(), kn, s.Kbuf);
-    float* dq = a.dq + g.QRow(b, q0, h);
+  if (rows.dq != nullptr) {
     const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(q0),
                     static_cast<int64_t>(kt.k0), /*rows_are_queries=*/true};
-    if (g.in_place) {
-      Gemm<true>(qn, hdp, kn, s.dS, kBc, 1, kr.p, kr.stride, dq, g.QStride(), &band);  // dq += dS k
-    } else {
-      Gemm<false>(qn, hdp, kn, s.dS, kBc, 1, kr.p, kr.stride, s.dQ, hdp, &band);
-      for (size_t r = 0; r < qn; ++r) {
-        for (size_t c = 0; c < g.hd; ++c) dq[r * g.QStride() + c] += s.dQ[r * hdp + c];
-      }
-    }
+    float* dq = rows.dq + (q0 - rows.first) * hdp;
+    Gemm<true>(qn, hdp, kn, s.dS, kBc, 1, s.Kp, hdp, dq, hdp, &band);  // dq += dS k
   }
 }
 
 // Every query tile of every head in kv head kvh's group against key tile kt, in a fixed order
-// (heads, then query tiles, ascending); adds the sums to dk, dv. dq is updated too when with_dq.
+// (heads, then query tiles, ascending), then dk, dv += the tile's sums. rows_of(h, qt) gives the
+// packed query rows of head h that cover query tile qt.
+template <class RowsOf>
 void BackwardKeyTile(const Geometry& g, const BackwardArgs& a, size_t b, size_t kvh, size_t kt,
-                     bool with_dq, BackwardScratch& s) {
+                     BackwardScratch& s, const RowsOf& rows_of) {
   const KeyTile key = LoadKeyTile(g, a, b, kvh, kt, s);
   std::fill(s.dK, s.dK + kBc * g.hdp, 0.0f);
   std::fill(s.dV, s.dV + kBc * g.hdp, 0.0f);
   for (size_t h = kvh * g.group; h < (kvh + 1) * g.group; ++h) {
     for (size_t qt = g.FirstQueryTile(kt); qt <= g.LastQueryTile(kt); ++qt) {
-      BackwardPair(g, a, b, h, qt, key, s, /*with_dkdv=*/true, with_dq);
+      BackwardPair(g, a, b, h, qt, key, rows_of(h, qt), s, /*with_dkdv=*/true);
     }
   }
   for (size_t r = 0; r < key.kn; ++r) {
-    float* dk = a.dk + g.KVRow(b, key.k0 + r, kvh);
-    float* dv = a.dv + g.KVRow(b, key.k0 + r, kvh);
-    for (size_t c = 0; c < g.hd; ++c) {
-      dk[c] += s.dK[r * g.hdp + c];
-      dv[c] += s.dV[r * g.hdp + c];
-    }
+    AddTo(a.dk + g.KVRow(b, key.k0 + r, kvh), s.dK + r * g.hdp, g.hd);
+    AddTo(a.dv + g.KVRow(b, key.k0 + r, kvh), s.dV + r * g.hdp, g.hd);
   }
 }
 
-// dq of one query tile: its key tiles ascending, as BackwardKeyTile reaches them.
+// dq rows of head h from position t0 += the packed sums.
+void AddDq(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, size_t t0, size_t n,
+           const float* sums) {
+  for (size_t r = 0; r < n; ++r) AddTo(a.dq + g.QRow(b, t0 + r, h), sums + r * g.hdp, g.hd);
+}
+
+// Scheme 1: everything of (b, kv head) in one unit. Its heads' q and dout rows are packed once,
+// and dq is summed over key tiles (ascending) in a packed buffer before it is added to dq.
+void BackwardGroup(const Geometry& g, const BackwardArgs& a, size_t b, size_t kvh,
+                   BackwardScratch& s, float* unit) {
+  const size_t head_floats = g.T * g.hdp;
+  float* Q = unit;                             // [group × T × hdp]
+  float* dO = Q + g.group * head_floats;       // [group × T × hdp]
+  float* dQ = dO + g.group * head_floats;      // [group × T × hdp]
+  for (size_t i = 0; i < g.group; ++i) {
+    const size_t h = kvh * g.group + i;
+    PackRows(g, a.q + g.QRow(b, 0, h), g.QStride(), g.T, Q + i * head_floats);
+    PackRows(g, a.dout + g.QRow(b, 0, h), g.QStride(), g.T, dO + i * head_floats);
+    std::fill(dQ + i * head_floats, dQ + (i + 1) * head_floats, 0.0f);
+  }
+  auto rows_of = [&](size_t h, size_t) {
+    const size_t i = h - kvh * g.group;
+    return QueryRows{Q + i * head_floats, dO + i * head_floats, dQ + i * head_floats, 0};
+  };
+  for (size_t kt = 0; kt < g.nkt; ++kt) BackwardKeyTile(g, a, b, kvh, kt, s, rows_of);
+  for (size_t i = 0; i < g.group; ++i) AddDq(g, a, b, kvh * g.group + i, 0, g.T, dQ + i * head_floats);
+}
+
+// Scheme 2, first pass: dk, dv of one key tile; query tiles are packed as they come.
+void BackwardKeyTileOnly(const Geometry& g, const BackwardArgs& a, size_t b, size_t kvh,
+                         size_t kt, BackwardScratch& s) {
+  auto rows_of = [&](size_t h, size_t qt) {
+    const size_t q0 = qt * kBr, qn = std::min(kBr, g.T - q0);
+    PackRows(g, a.q + g.QRow(b, q0, h), g.QStride(), qn, s.Qp);
+    PackRows(g, a.dout + g.QRow(b, q0, h), g.QStride(), qn, s.dOp);
+    return QueryRows{s.Qp, s.dOp, nullptr, q0};
+  };
+  BackwardKeyTile(g, a, b, kvh, kt, s, rows_of);
+}
+
+// Scheme 2, second pass: dq of one query tile, summed over its key tiles ascending (the order in
+// which BackwardGroup reaches them), then added to dq.
 void BackwardQueryTileDq(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, size_t qt,
                          BackwardScratch& s) {
+  const size_t q0 = qt * kBr, qn = std::min(kBr, g.T - q0);
+  PackRows(g, a.q + g.QRow(b, q0, h), g.QStride(), qn, s.Qp);
+  PackRows(g, a.dout + g.QRow(b, q0, h), g.QStride(), qn, s.dOp);
+  std::fill(s.dQ, s.dQ + kBr * g.hdp, 0.0f);
+  const QueryRows rows{s.Qp, s.dOp, s.dQ, q0};
   for (size_t kt = g.FirstKeyTile(qt); kt <= g.LastKeyTile(qt); ++kt) {
     const KeyTile key = LoadKeyTile(g, a, b, h / g.group, kt, s);
-    BackwardPair(g, a, b, h, qt, key, s, /*with_dkdv=*/false, /*with_dq=*/true);
+    BackwardPair(g, a, b, h, qt, key, rows, s, /*with_dkdv=*/false);
   }
+  AddDq(g, a, b, h, q0, qn, s.dQ);
 }
+
+// Above this many floats of packed rows per (b, kv head) unit (large groups × long sequences),
+// the two-pass scheme is used whatever the thread count.
+constexpr size_t kMaxGroupUnitFloats = size_t{16} << 20;  // 64 MiB
 
 void BackwardImpl(const AttentionShape& shape, const float* q, const float* k, const float* v,
                   const float* out, const float* lse, const float* dout, float* dq, float* dk,
@@ -487,26 +560,29 @@ void BackwardImpl(const AttentionShape& shape, const float* q, const float* k, c
   const Geometry g(shape);
   const int64_t rows = static_cast<int64_t>(g.B * g.H * g.T);
   float* D = tls_call_scratch.Get(rows);
+  const int64_t positions = static_cast<int64_t>(g.B * g.T);
 #pragma omp parallel for schedule(static)
-  for (int64_t row = 0; row < rows; ++row) {  // row = (b·H + h)·T + t
-    const size_t t = row % g.T, bh = row / g.T;
-    const size_t at = g.QRow(bh / g.H, t, bh % g.H);
-    float sum = 0;
-    for (size_t c = 0; c < g.hd; ++c) sum += dout[at + c] * out[at + c];
-    D[row] = sum;
+  for (int64_t bt = 0; bt < positions; ++bt) {  // memory order of out and dout
+    const size_t b = bt / g.T, t = bt % g.T;
+    for (size_t h = 0; h < g.H; ++h) {
+      const size_t at = g.QRow(b, t, h);
+      D[g.LseRow(b, h) + t] = Dot(dout + at, out + at, g.hd);
+    }
   }
   const BackwardArgs a{q, k, v, out, lse, dout, dq, dk, dv, D};
-  const size_t scratch = BackwardScratch::Floats(g);
+  const size_t tile_floats = BackwardScratch::Floats(g);
+  const size_t unit_floats = 3 * g.group * g.T * g.hdp;
   const int64_t groups = static_cast<int64_t>(g.B * g.KV);
   const int64_t threads = omp_get_max_threads();
   // scheme 0 = choose; 1 = one pass per (b, kv head); 2 = two passes. Same results either way.
+  const bool balanced = groups % threads == 0 || groups >= 4 * threads;
   const bool one_pass =
-      scheme == 1 || (scheme == 0 && (groups % threads == 0 || groups >= 4 * threads));
+      scheme == 1 || (scheme == 0 && balanced && unit_floats <= kMaxGroupUnitFloats);
   if (one_pass) {
 #pragma omp parallel for schedule(static)
     for (int64_t u = 0; u < groups; ++u) {
-      BackwardScratch s(g, tls_tile_scratch.Get(scratch));
-      for (size_t kt = 0; kt < g.nkt; ++kt) BackwardKeyTile(g, a, u / g.KV, u % g.KV, kt, true, s);
+      BackwardScratch s(g, tls_tile_scratch.Get(tile_floats));
+      BackwardGroup(g, a, u / g.KV, u % g.KV, s, tls_unit_scratch.Get(unit_floats));
     }
     return;
   }
@@ -514,14 +590,14 @@ void BackwardImpl(const AttentionShape& shape, const float* q, const float* k, c
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t u = 0; u < key_units; ++u) {
     const size_t kt = u % g.nkt, bg = u / g.nkt;
-    BackwardScratch s(g, tls_tile_scratch.Get(scratch));
-    BackwardKeyTile(g, a, bg / g.KV, bg % g.KV, kt, false, s);
+    BackwardScratch s(g, tls_tile_scratch.Get(tile_floats));
+    BackwardKeyTileOnly(g, a, bg / g.KV, bg % g.KV, kt, s);
   }
   const int64_t query_units = static_cast<int64_t>(g.B * g.H * g.nqt);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t u = 0; u < query_units; ++u) {
     const size_t qt = u % g.nqt, bh = u / g.nqt;
-    BackwardScratch s(g, tls_tile_scratch.Get(scratch));
+    BackwardScratch s(g, tls_tile_scratch.Get(tile_floats));
     BackwardQueryTileDq(g, a, bh / g.H, bh % g.H, qt, s);
   }
 }

@@ -28,7 +28,8 @@ void AttentionBackward(const AttentionShape& s, const float* q, const float* k, 
                        float* dv);
 
 // How the backward splits work over threads. kAuto (what AttentionBackward uses) picks by the
-// thread count; all schemes give bit-identical results, which the tests check.
+// thread count and the size of a (b, kv head) unit; all schemes give bit-identical results, which
+// the tests check.
 enum class AttentionBackwardScheme : int {
   kAuto = 0,
   kPerKvHead = 1,  // one unit per (b, kv head): owns its dk, dv and its query heads' dq
