@@ -44,8 +44,10 @@ using VF = hn::Vec<DF>;
 
 constexpr size_t kBr = 64;  // queries per tile
 constexpr size_t kBc = 64;  // keys per tile
-constexpr size_t kHdAlign =
-    16;                      // packed head dims are padded to this (a multiple of any lane count)
+// Tiles are multiples of every lane count; the forward packs a query tile into a key-tile buffer.
+static_assert(kBr % 16 == 0 && kBr == kBc);
+// Packed head dims are padded to a multiple of this (a multiple of any lane count).
+constexpr size_t kHdAlign = 16;
 constexpr size_t kRows = 4;  // micro-kernel rows
 // Vectors per micro-kernel row: kRows × kCols accumulators must fit the register file.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
