@@ -52,9 +52,11 @@ int RunDecon(const DeconArgs& a) {
   } else {
     std::printf("eval items: %zu (%zu not indexable: shorter than their n-gram)\n", index.items().size(),
                 index.unindexed().size());
-    std::printf("training tokens scanned: %llu in %.3f s (%.1f M tokens/s, %d threads)\n",
+    std::printf("training tokens scanned: %llu in %.3f s (%.1f M tokens/s, %d threads; %.1f M "
+                "tokens per CPU second)\n",
                 static_cast<unsigned long long>(report.train_tokens), report.scan_seconds,
-                j["tokens_per_s"].get<double>() / 1e6, report.threads);
+                j["tokens_per_s"].get<double>() / 1e6, report.threads,
+                j["tokens_per_cpu_s"].get<double>() / 1e6);
     for (const auto& it : j["items"]) {
       std::printf("%s %s %s: coverage %.3f, longest span %llu tokens, %zu hits\n",
                   it["contaminated"].get<bool>() ? "CONTAMINATED" : "overlap     ",

@@ -47,7 +47,8 @@ struct TrainHit {
 struct DeconReport {
   std::vector<std::string> train_files;
   uint64_t train_tokens = 0, probes = 0;
-  double scan_seconds = 0;
+  double scan_seconds = 0;     // wall time of the scans
+  double cpu_seconds = 0;      // CPU time of the scans, summed over threads (per-core throughput)
   int threads = 1;
   std::vector<TrainHit> hits;  // sorted by (item, file, train offset); duplicates removed
   // Builds the JSON contract: {eval_items, contaminated_items, items: [{eval_file, id, hits:
