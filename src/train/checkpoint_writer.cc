@@ -196,6 +196,15 @@ CheckpointWriteStats CheckpointWriter::LastStats() const {
   return stats_;
 }
 
+void CheckpointWriter::Reserve(const ParamLayout& layout) {
+  const size_t n = layout.total_floats();
+  if (!options_.background || params_.size() == n) return;
+  Require(!InFlight(), "checkpoint: Reserve() while a write is in flight");
+  params_ = FlatBuffer(n);
+  m_ = FlatBuffer(n);
+  v_ = FlatBuffer(n);
+}
+
 void CheckpointWriter::Save(int64_t step, const ParamLayout& layout, const FlatBuffer& params,
                             const FlatBuffer& adam_m, const FlatBuffer& adam_v, int64_t adam_step,
                             nlohmann::json state, nlohmann::json model_config) {
@@ -213,11 +222,7 @@ void CheckpointWriter::Save(int64_t step, const ParamLayout& layout, const FlatB
   c.model_config = std::move(model_config);
   if (options_.background) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (params_.size() != n) {
-      params_ = FlatBuffer(n);
-      m_ = FlatBuffer(n);
-      v_ = FlatBuffer(n);
-    }
+    Reserve(layout);
     layout_ = layout;
     ParallelCopy(params_.data(), params.data(), n);
     ParallelCopy(m_.data(), adam_m.data(), n);

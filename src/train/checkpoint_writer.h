@@ -88,6 +88,9 @@ class CheckpointWriter {
   void Save(int64_t step, const ParamLayout& layout, const FlatBuffer& params,
             const FlatBuffer& adam_m, const FlatBuffer& adam_v, int64_t adam_step,
             nlohmann::json state, nlohmann::json model_config);
+  // Optional: allocates the snapshot buffers now (e.g. at start-up) instead of in the first
+  // background Save(); first-touching gigabytes of memory can take seconds.
+  void Reserve(const ParamLayout& layout);
   void Wait();    // blocks until no write is in flight; rethrows its failure (once)
   void Finish() { Wait(); }
   bool InFlight() const { return thread_.joinable(); }

@@ -1,8 +1,7 @@
 // `replica plot RUN [RUN ...]`: charts of metrics.jsonl a person would rather look at than read.
 //
-// Draws, with gnuplot (Debian: gnuplot-nox), one image per panel — loss.png (train loss, and
-// ce_loss when it differs), lr.png, grad_norm.png (log scale), throughput.png (tokens/s),
-// mfu.png, and eval_<metric>.png for every eval metric (one line per run and eval set) — plus
+// Draws, with gnuplot (Debian: gnuplot-nox), one image per panel — loss.png, lr.png,
+// grad_norm.png (log scale), throughput.png (tokens/s), mfu.png, and eval_<metric>.png for every eval metric (one line per run and eval set) — plus
 // overview.png with the train panels together. Several runs are overlaid, each labelled by its
 // directory name. Panels without data are skipped. The gnuplot script (plot.gp, data inline) is
 // kept next to the images so a figure can be restyled by hand.

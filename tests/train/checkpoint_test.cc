@@ -94,6 +94,7 @@ TEST_F(CheckpointTest, RoundTripIsBitExactAndSaveSnapshots) {
   State s = MakeState(1);
   State original = MakeState(1);
   CheckpointWriter w({.run_dir = run_.string(), .keep = 0});
+  w.Reserve(s.layout);
   w.Save(7, s.layout, s.params, s.m, s.v, 1234, StateJson(7), ConfigJson());
   // Training continues while the write is in flight: the checkpoint must hold the values at Save().
   for (size_t i = 0; i < s.params.size(); ++i) {
