@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# replica parity on the float64 fixtures: both pass the strict thresholds (logits and gradients);
+# a tighter gradient bound fails with exit 1; dumps that do not fit the model, missing and
+# truncated files are refused with exit 2 and a message naming the problem.
+set -u
+BIN=$1
+ROOT=$2
+DATA=$ROOT/tests/data/olmo3
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+for f in tiny-mha tiny-gqa; do
+  out=$("$BIN" parity --model "$DATA/$f" --reference "$DATA/$f/io.safetensors" --grads \
+        --max-kl 1e-8 --min-top1 1.0 --json --threads 2)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 0 ] || fail "$f: exit $rc"
+  echo "$out" | grep -q '"pass": true' || fail "$f: pass is not true"
+  echo "$out" | grep -q '"top1_agreement": 1.0' || fail "$f: top-1 agreement below 1"
+  for k in positions kl_mean kl_max max_abs_logit_diff loss loss_ref grad_max_rel_err; do
+    echo "$out" | grep -q "\"$k\": [0-9]" || fail "$f: field $k missing or not a number"
+  done
+done
+
+# Human-readable output without --json.
+"$BIN" parity --model "$DATA/tiny-mha" --reference "$DATA/tiny-mha/io.safetensors" | grep -q PASS \
+  || fail "text output lacks PASS"
+
+# A check that does not hold: exit 1, JSON still printed.
+out=$("$BIN" parity --model "$DATA/tiny-mha" --reference "$DATA/tiny-mha/io.safetensors" --grads \
+      --max-grad-rel 1e-12 --json)
+rc=$?
+[ $rc -eq 1 ] || fail "grad bound 1e-12: expected exit 1, got $rc"
+echo "$out" | grep -q '"pass": false' || fail "grad bound 1e-12: pass is not false"
+
+expect_bad() {  # expect_bad NAME EXPECTED_TEXT ARGS...
+  local name=$1 want=$2
+  shift 2
+  "$BIN" parity "$@" --json >"$TMP/out" 2>"$TMP/err"
+  local rc=$?
+  [ $rc -eq 2 ] || fail "$name: expected exit 2, got $rc ($(cat "$TMP/err"))"
+  grep -q -- "$want" "$TMP/err" || fail "$name: stderr does not mention '$want': $(cat "$TMP/err")"
+  [ -s "$TMP/out" ] && fail "$name: printed output on bad input"
+  echo "ok: $name -> $(cat "$TMP/err")"
+}
+# Dump of another model: logits [3, 40, 384] against vocab 512.
+expect_bad "mismatched shapes" "'logits'" --model "$DATA/tiny-mha" --reference "$DATA/tiny-gqa/io.safetensors"
+expect_bad "missing reference" "nope.safetensors" --model "$DATA/tiny-mha" --reference "$TMP/nope.safetensors"
+expect_bad "missing model dir" "no-model" --model "$TMP/no-model" --reference "$DATA/tiny-mha/io.safetensors"
+head -c 600000 "$DATA/tiny-mha/io.safetensors" >"$TMP/truncated.safetensors"
+expect_bad "truncated reference" "truncated.safetensors" --model "$DATA/tiny-mha" --reference "$TMP/truncated.safetensors"
+# A file without input_ids (the training-run file) is not a dump.
+expect_bad "not a dump" "input_ids" --model "$DATA/tiny-mha" --reference "$DATA/tiny-mha/train.safetensors"
+# Model weights of the wrong shape: tiny-mha's config with tiny-gqa's weights.
+mkdir -p "$TMP/wrong"
+cp "$DATA/tiny-mha/config.json" "$TMP/wrong/"
+cp "$DATA/tiny-gqa/model.safetensors" "$TMP/wrong/"
+expect_bad "weights of another model" "model.safetensors" --model "$TMP/wrong" --reference "$DATA/tiny-mha/io.safetensors"
+"$BIN" parity --model "$DATA/tiny-mha" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "missing --reference: expected exit 2"
+echo "parity.sh: all checks passed"
