@@ -1,6 +1,9 @@
 #include "data/bpe.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
 #include <queue>
 
 #include "core/error.h"
@@ -13,7 +16,35 @@ namespace {
 // megabyte-long "word" cannot stall the tokenizer.
 constexpr size_t kLoopMaxBytes = 128;
 
+// Per-thread direct-mapped cache: piece (up to 16 bytes) -> its ids (up to 4). Entries carry the
+// model's serial, so several models can share a thread without clearing anything. 32768 entries
+// measured best on the SOTU text (4096: -25%; 65536: no better).
+struct PieceCacheEntry {
+  uint64_t model;  // 0 = empty
+  uint32_t hash_check;
+  uint8_t len, count, unused[2];
+  char bytes[16];
+  uint32_t ids[4];
+};
+constexpr size_t kCacheMaxBytes = 16, kCacheMaxIds = 4, kCacheEntries = 32768;
+
+PieceCacheEntry* ThreadPieceCache() {
+  thread_local std::unique_ptr<PieceCacheEntry[]> cache;
+  if (!cache) {
+    cache = std::make_unique<PieceCacheEntry[]>(kCacheEntries);
+    std::memset(cache.get(), 0, kCacheEntries * sizeof(PieceCacheEntry));
+  }
+  return cache.get();
+}
+
+uint64_t NextSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
 }  // namespace
+
+BpeModel::BpeModel() : serial_(NextSerial()) {}
 
 void BpeModel::SetVocab(const std::vector<std::pair<std::string_view, uint32_t>>& vocab) {
   uint32_t limit = 0;
@@ -109,8 +140,33 @@ void BpeModel::EncodePiece(std::string_view piece, std::vector<uint32_t>* out) c
     out->push_back(byte_id_[static_cast<uint8_t>(piece[0])]);
     return;
   }
+  const uint64_t h = TokenIndex::Hash(piece.data(), n);
+  if (n > kCacheMaxBytes) return EncodeUncached(piece, h, out);
+  PieceCacheEntry& e = ThreadPieceCache()[(h >> 20) & (kCacheEntries - 1)];
+  const uint32_t check = static_cast<uint32_t>(h);
+  if (e.model == serial_ && e.hash_check == check && e.len == n &&
+      std::memcmp(e.bytes, piece.data(), n) == 0) {
+    out->insert(out->end(), e.ids, e.ids + e.count);
+    return;
+  }
+  const size_t before = out->size();
+  EncodeUncached(piece, h, out);
+  const size_t count = out->size() - before;
+  if (count <= kCacheMaxIds) {
+    e.model = serial_;
+    e.hash_check = check;
+    e.len = static_cast<uint8_t>(n);
+    e.count = static_cast<uint8_t>(count);
+    std::memcpy(e.bytes, piece.data(), n);
+    std::memcpy(e.ids, out->data() + before, count * sizeof(uint32_t));
+  }
+}
+
+void BpeModel::EncodeUncached(std::string_view piece, uint64_t hash,
+                              std::vector<uint32_t>* out) const {
+  const size_t n = piece.size();
   if (whole_piece_first_ && n <= max_token_len_) {
-    uint32_t id = index_.Find(piece);
+    uint32_t id = index_.Find(piece.data(), n, hash);
     if (id != TokenIndex::kNotFound) {
       out->push_back(id);
       return;

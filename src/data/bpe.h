@@ -7,7 +7,10 @@
 //   FromMerges a Hugging Face merges list: the pair at index i has rank i.
 // With `whole_piece_first`, a piece that is itself a token is emitted without merging (tiktoken's
 // shortcut; exact for cl100k, where every token merges back to itself, and what Hugging Face's
-// `ignore_merges` means). Immutable after construction; Encode is safe from many threads.
+// `ignore_merges` means). Immutable after construction; Encode is safe from many threads. Each
+// thread keeps a direct-mapped cache of recent short pieces and their ids (32768 entries, 1.5 MiB):
+// frequent words then skip the lookups in the vocabulary and merge tables (4 + 8 MiB for cl100k),
+// which are mostly cache misses. Measured on the SOTU text: ~1.3x overall.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -58,7 +61,9 @@ class BpeModel {
   BpeModel& operator=(const BpeModel&) = delete;
 
  private:
-  BpeModel() = default;
+  BpeModel();
+  // Appends the ids of a piece of 2+ bytes, bypassing the piece cache.
+  void EncodeUncached(std::string_view piece, uint64_t hash, std::vector<uint32_t>* out) const;
   // Fills arena_/offsets_/index_/byte_id_ from (bytes, id) pairs.
   void SetVocab(const std::vector<std::pair<std::string_view, uint32_t>>& vocab);
 
@@ -70,6 +75,7 @@ class BpeModel {
   size_t num_tokens_ = 0;
   size_t max_token_len_ = 0;
   bool whole_piece_first_ = true;
+  uint64_t serial_ = 0;  // distinguishes models in the per-thread piece cache
 };
 
 }  // namespace replica

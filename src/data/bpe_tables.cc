@@ -8,15 +8,15 @@ void TokenIndex::Build(const char* arena, const uint32_t* offsets, uint32_t n) {
   arena_ = arena;
   offsets_ = offsets;
   size_t capacity = std::bit_ceil(static_cast<size_t>(n) * 2 + 2);
-  slots_.assign(capacity, kEmpty);
+  slots_.assign(capacity, Slot{0, kNotFound, 0});
   mask_ = capacity - 1;
   for (uint32_t id = 0; id < n; ++id) {
     const size_t len = offsets[id + 1] - offsets[id];
     if (len == 0) continue;
     const uint64_t h = XXH3_64bits(arena + offsets[id], len);
     size_t i = h & mask_;
-    while (slots_[i] != kEmpty) i = (i + 1) & mask_;
-    slots_[i] = (h & 0xFFFFFFFF00000000ull) | id;
+    while (slots_[i].id != kNotFound) i = (i + 1) & mask_;
+    slots_[i] = Slot{Head(arena + offsets[id], len), id, Check(h, len)};
   }
 }
 

@@ -21,25 +21,45 @@ class TokenIndex {
   // tokens are holes and are not indexed. Both must outlive the index and stay unchanged.
   void Build(const char* arena, const uint32_t* offsets, uint32_t n);
 
+  static uint64_t Hash(const void* data, size_t size) { return XXH3_64bits(data, size); }
+
   uint32_t Find(const void* data, size_t size) const {
-    if (slots_.empty()) return kNotFound;
-    const uint64_t h = XXH3_64bits(data, size);
-    const uint32_t tag = static_cast<uint32_t>(h >> 32);
+    return Find(data, size, Hash(data, size));
+  }
+  // With h == Hash(data, size), for callers that reuse the hash.
+  uint32_t Find(const void* data, size_t size, uint64_t h) const {
+    if (slots_.empty() || size == 0) return kNotFound;
+    const uint32_t check = Check(h, size);
+    const uint64_t head = Head(data, size);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-      const uint64_t s = slots_[i];
-      if (s == kEmpty) return kNotFound;
-      const uint32_t id = static_cast<uint32_t>(s);
-      if (static_cast<uint32_t>(s >> 32) == tag && offsets_[id + 1] - offsets_[id] == size &&
-          std::memcmp(arena_ + offsets_[id], data, size) == 0) {
-        return id;
+      const Slot& s = slots_[i];
+      if (s.id == kNotFound) return kNotFound;
+      // Most tokens are at most 8 bytes: then the slot alone decides, without touching the arena.
+      if (s.check == check && s.head == head &&
+          (size <= 8 || ((size < 256 || offsets_[s.id + 1] - offsets_[s.id] == size) &&
+                         std::memcmp(arena_ + offsets_[s.id] + 8,
+                                     static_cast<const char*>(data) + 8, size - 8) == 0))) {
+        return s.id;
       }
     }
   }
   uint32_t Find(std::string_view s) const { return Find(s.data(), s.size()); }
 
  private:
-  static constexpr uint64_t kEmpty = ~0ull;
-  std::vector<uint64_t> slots_;  // (hash tag << 32) | id
+  struct Slot {
+    uint64_t head;   // the first 8 bytes, zero-padded
+    uint32_t id;     // kNotFound when empty
+    uint32_t check;  // 24 bits of hash, the low 8 bits of the length
+  };
+  static uint64_t Head(const void* data, size_t size) {
+    uint64_t head = 0;
+    std::memcpy(&head, data, size < 8 ? size : 8);
+    return head;
+  }
+  static uint32_t Check(uint64_t hash, size_t size) {
+    return (static_cast<uint32_t>(hash >> 40) << 8) | static_cast<uint32_t>(size & 0xFF);
+  }
+  std::vector<Slot> slots_;
   size_t mask_ = 0;
   const char* arena_ = nullptr;
   const uint32_t* offsets_ = nullptr;
