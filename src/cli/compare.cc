@@ -1,9 +1,15 @@
-// replica compare RUN_A RUN_B [--tolerance T] [--metrics LIST] [--json]: exit 0 iff the runs'
-// shared deterministic metrics agree within T at every shared step (train/compare.h).
+// replica compare RUN_A RUN_B [--tolerance T] [--metrics LIST] [--eval-gate] [--json]: exit 0 iff
+// the runs' shared deterministic metrics agree within T at every shared step (train/compare.h)
+// and, with --eval-gate, B's held-out metrics are not suspiciously better than A's
+// (eval/eval_gate.h: A is the reference, B the candidate).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
+#include "eval/eval_gate.h"
 #include "train/compare.h"
 #include "train/metrics_reader.h"
 
@@ -13,7 +19,8 @@ struct CompareArgs {
   std::string run_a, run_b;
   double tolerance = 0;
   std::vector<std::string> metrics;
-  bool json = false, allow_missing = false, per_step = false;
+  bool json = false, allow_missing = false, per_step = false, eval_gate = false;
+  double eval_gate_tolerance = 0;
 };
 
 replica::cli::CommandRegistration reg(
@@ -32,6 +39,12 @@ replica::cli::CommandRegistration reg(
       app.add_flag("--allow-missing-steps", args->allow_missing,
                    "do not fail when one run has steps the other lacks");
       app.add_flag("--per-step", args->per_step, "list every shared step, not only differing ones");
+      app.add_flag("--eval-gate", args->eval_gate,
+                   "also fail when B's held-out metrics beat A's (the reference) beyond "
+                   "--eval-gate-tolerance, or B's canary alarm fired: possible contamination");
+      app.add_option("--eval-gate-tolerance", args->eval_gate_tolerance,
+                     "absolute tolerance of the eval gate, in each metric's units (default 0)")
+          ->check(CLI::NonNegativeNumber);
       app.add_flag("--json", args->json, "print the report as JSON on stdout");
       return [args] {
         replica::MetricsLog a = replica::ReadMetrics(args->run_a);
@@ -42,10 +55,25 @@ replica::cli::CommandRegistration reg(
         options.allow_missing_steps = args->allow_missing;
         options.per_step_all = args->per_step;
         replica::CompareReport report = replica::CompareRuns(a, b, options);
+        nlohmann::json gate_json;
+        if (args->eval_gate) {
+          const auto gate = replica::eval::CheckEvalGateFiles(
+              a.path, b.path, {.tolerance = args->eval_gate_tolerance});
+          gate_json = gate.ToJson(args->eval_gate_tolerance);
+          report.checks.push_back(
+              {"eval_gate", gate.pass(),
+               fmt::format("{} held-out value(s) compared, {} better in B than in A beyond {}, "
+                           "{} canary alarm(s) in B",
+                           gate.compared, gate.suspicious.size(), args->eval_gate_tolerance,
+                           gate.canary_alarm_steps.size())});
+          report.pass = report.pass && gate.pass();
+        }
         if (args->json) {
-          std::printf("%s\n", report.ToJson().dump(2).c_str());
+          nlohmann::json j = report.ToJson();
+          if (!gate_json.is_null()) j["eval_gate"] = gate_json;
+          std::printf("%s\n", j.dump(2).c_str());
         } else {
-          std::fputs(report.ToText().c_str(), stdout);
+          std::fputs(report.ToText().c_str(), stdout);  // lists every check, the gate included
         }
         return report.pass ? 0 : 1;
       };

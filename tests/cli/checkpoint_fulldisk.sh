@@ -4,8 +4,8 @@
 # previous checkpoint stays complete and verified. Needs root (mount); skips with a message
 # otherwise.   usage: checkpoint_fulldisk.sh <replica-binary> <repo-root>
 set -u
-BIN=$1
-ROOT=$2
+BIN=$(realpath "$1")
+ROOT=$(realpath "$2")
 fail=0
 tmp=$(mktemp -d)
 mnt="$tmp/mnt"

@@ -5,7 +5,7 @@
 # 0.0 on every metric at every step with an uninterrupted run.
 #   usage: compare.sh <replica-binary> <repo-root>
 set -u
-BIN=$1
+BIN=$(realpath "$1")
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -53,6 +53,18 @@ check "malformed line exits 2 naming file:line (got $rc: $(cat "$tmp/err"))" \
 check "unknown --metrics name exits 2 (got $rc)" '[ $rc -eq 2 ] && grep -q nosuch "$tmp/err"'
 "$BIN" compare "$tmp/a" "$tmp/b" --tolerance -1 2> /dev/null; rc=$?
 check "negative tolerance exits 2 (got $rc)" '[ $rc -eq 2 ]'
+
+# --eval-gate: B's held-out metrics better than the reference A's is suspicious.
+"$BIN" compare "$tmp/a" "$tmp/b" --eval-gate --json > "$tmp/g1.json"; rc=$?
+check "eval gate passes on identical evals (exit $rc)" \
+  '[ $rc -eq 0 ] && jq -e ".eval_gate.pass and ([.checks[].name] == [\"metrics\", \"eval_gate\"])" "$tmp/g1.json" > /dev/null'
+mkdir -p "$tmp/better"
+sed -e 's/"ppl":12.5/"ppl":11.0/' "$tmp/a/metrics.jsonl" > "$tmp/better/metrics.jsonl"
+"$BIN" compare "$tmp/a" "$tmp/better" --eval-gate --metrics loss --json > "$tmp/g2.json"; rc=$?
+check "eval gate fails when B is suspiciously better (exit $rc)" \
+  '[ $rc -eq 1 ] && jq -e "(.eval_gate.pass | not) and .checks[0].pass and (.checks[1].pass | not)" "$tmp/g2.json" > /dev/null'
+"$BIN" compare "$tmp/a" "$tmp/better" --eval-gate --eval-gate-tolerance 2 --metrics loss > /dev/null; rc=$?
+check "eval gate tolerance accepts it (exit $rc)" '[ $rc -eq 0 ]'
 
 # --- end to end: kill, restart, compare ---
 cd "$tmp"
