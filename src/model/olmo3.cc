@@ -48,7 +48,7 @@ class Arena {
 
 void Zero(float* p, int64_t n) {
   constexpr int64_t kBlock = 1 << 16;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > kBlock)
   for (int64_t i = 0; i < n; i += kBlock) std::memset(p + i, 0, std::min(kBlock, n - i) * 4);
 }
 

@@ -21,7 +21,7 @@ TEST(Embedding, ForwardCopiesRows) {
 }
 
 TEST(Embedding, BackwardScatterAddIsDeterministicWithRepeats) {
-  const int64_t V = 13, D = 33, N = 500;
+  const int64_t V = 13, D = 33, N = 2000;  // N·D above kMinParallelWork: threads are used
   std::vector<int32_t> tok(N);
   for (int64_t i = 0; i < N; ++i) tok[i] = static_cast<int32_t>((i * 7 + i / 3) % 5 * 2);  // repeats
   auto dout = RandomVector(N * D, 2);

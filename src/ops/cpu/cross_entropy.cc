@@ -1,4 +1,5 @@
 #include "ops/cpu/cross_entropy.h"
+#include "ops/cpu/parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,7 +26,7 @@ void ChunkForward(const float* x, const float* W, const int32_t* labels, int64_t
                   int64_t D, int64_t V, LmHeadWorkspace& ws) {
   float* logits = ws.logits();
   Sgemm(false, true, rows, V, D, 1.0f, x + r0 * D, D, W, D, 0.0f, logits, V);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
   for (int64_t i = 0; i < rows; ++i) {
     const int32_t y = labels[r0 + i];
     if (y == kIgnoreLabel) {
@@ -87,7 +88,7 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
     ChunkForward(x, W, labels, r0, rows, D, V, ws);
     AddChunkSums(labels, r0, rows, ws, sums);
     float* dl = ws.logits();  // logits become dlogits in place
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
     for (int64_t i = 0; i < rows; ++i) {
       float* l = dl + i * V;
       const int32_t y = labels[r0 + i];

@@ -1,4 +1,5 @@
 #include "ops/cpu/rmsnorm.h"
+#include "ops/cpu/parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +13,7 @@ constexpr int64_t kColumnTile = 64;
 template <bool kResidual>
 void NormRows(const float* x, const float* w, const float* residual, int64_t rows, int64_t n,
               double eps, float* y, float* rstd) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * n >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
@@ -44,7 +45,7 @@ void RMSNormAddForward(const float* x, const float* w, const float* residual, in
 void RMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,
                      int64_t rows, int64_t n, float* dx, float* dw) {
   const double inv_n = 1.0 / static_cast<double>(n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * n >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
     const float* dyr = dy + r * n;
@@ -56,7 +57,7 @@ void RMSNormBackward(const float* x, const float* w, const float* rstd, const fl
     for (int64_t j = 0; j < n; ++j) dxr[j] += s * (w[j] * dyr[j]) - c * xr[j];
   }
   const int64_t tiles = (n + kColumnTile - 1) / kColumnTile;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * n >= kMinParallelWork)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t j0 = t * kColumnTile, j1 = std::min(n, j0 + kColumnTile);
     double acc[kColumnTile] = {};

@@ -1,4 +1,5 @@
 #include "ops/cpu/rope.h"
+#include "ops/cpu/parallel.h"
 
 #include <cmath>
 
@@ -40,7 +41,7 @@ void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, i
   Require(T <= table.max_positions, "RoPE: sequence length {} exceeds table size {}", T,
           table.max_positions);
   const int64_t hd = table.head_dim, half = hd / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (B * T * heads * hd >= kMinParallelWork)
   for (int64_t row = 0; row < B * T; ++row) {
     const int64_t t = row % T;
     const float* c = table.cos.data() + t * half;
@@ -62,7 +63,7 @@ void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T,
   Require(T <= table.max_positions, "RoPE: sequence length {} exceeds table size {}", T,
           table.max_positions);
   const int64_t hd = table.head_dim, half = hd / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (B * T * heads * hd >= kMinParallelWork)
   for (int64_t row = 0; row < B * T; ++row) {
     const int64_t t = row % T;
     const float* c = table.cos.data() + t * half;

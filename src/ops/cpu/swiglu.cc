@@ -1,11 +1,12 @@
 #include "ops/cpu/swiglu.h"
+#include "ops/cpu/parallel.h"
 
 #include <cmath>
 
 namespace replica {
 
 void SwiGLUForward(const float* g, const float* u, int64_t n, float* s) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kMinParallelWork)
   for (int64_t i = 0; i < n; ++i) {
     const float sig = 1.0f / (1.0f + std::exp(-g[i]));
     s[i] = (g[i] * sig) * u[i];
@@ -14,7 +15,7 @@ void SwiGLUForward(const float* g, const float* u, int64_t n, float* s) {
 
 void SwiGLUBackward(const float* g, const float* u, const float* ds, int64_t n, float* dg,
                     float* du) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kMinParallelWork)
   for (int64_t i = 0; i < n; ++i) {
     const float sig = 1.0f / (1.0f + std::exp(-g[i]));
     const float silu = g[i] * sig;
