@@ -1,0 +1,115 @@
+// HF weight import/export: exact f32 round trip (single file and sharded), bf16 storage, and
+// refusals naming the tensor for missing, extra and mis-shaped tensors.
+#include "model/hf_weights.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "io/safetensors.h"
+
+namespace replica {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kMha = std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-mha";
+
+fs::path TempDir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("replica_hf_weights_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HfWeights, LoadsFixtureAndRoundTripsExactly) {
+  const ModelConfig config = ModelConfig::FromHfFile(kMha + "/config.json");
+  const ParamLayout layout = config.BuildLayout();
+  FlatBuffer params(layout.total_floats());
+  LoadHfWeights(kMha, layout, params);
+  const SafetensorsFile src = SafetensorsFile::Open(kMha + "/model.safetensors");
+  const ParamView& q = layout.Get("model.layers.2.self_attn.q_proj.weight");
+  const std::vector<float> want = src.ReadF32(q.name);
+  EXPECT_EQ(0, std::memcmp(params.data() + q.offset, want.data(), q.numel * 4));
+
+  for (uint64_t shard : {uint64_t{0}, uint64_t{200000}}) {  // 0 = default (one file)
+    fs::path dir = TempDir(shard ? "sharded" : "single");
+    if (shard) {
+      SaveHfModel(dir.string(), config, layout, params, DType::kF32, shard);
+      EXPECT_TRUE(fs::exists(dir / "model.safetensors.index.json"));
+    } else {
+      SaveHfModel(dir.string(), config, layout, params);
+      EXPECT_TRUE(fs::exists(dir / "model.safetensors"));
+    }
+    const ModelConfig again = ModelConfig::FromHfFile((dir / "config.json").string());
+    EXPECT_EQ(again.num_layers, config.num_layers);
+    FlatBuffer back(layout.total_floats());
+    LoadHfWeights(dir.string(), layout, back);
+    EXPECT_EQ(0, std::memcmp(back.data(), params.data(), params.size() * 4));
+    fs::remove_all(dir);
+  }
+}
+
+TEST(HfWeights, Bf16StorageRoundsToNearestEven) {
+  const ModelConfig config = ModelConfig::FromHfFile(kMha + "/config.json");
+  const ParamLayout layout = config.BuildLayout();
+  FlatBuffer params(layout.total_floats()), back(layout.total_floats());
+  LoadHfWeights(kMha, layout, params);
+  fs::path dir = TempDir("bf16");
+  SaveHfModel(dir.string(), config, layout, params, DType::kBF16);
+  LoadHfWeights(dir.string(), layout, back);
+  for (const ParamView& v : layout.views())
+    for (size_t i = 0; i < v.numel; ++i) {
+      const float x = params.data()[v.offset + i];
+      ASSERT_EQ(back.data()[v.offset + i], Bf16ToF32(F32ToBf16(x))) << v.name;
+    }
+  fs::remove_all(dir);
+}
+
+TEST(HfWeights, RefusesMismatchesNamingTheTensor) {
+  ModelConfig config = ModelConfig::FromHfFile(kMha + "/config.json");
+  // Wider MLP than the file: shape mismatch.
+  config.intermediate_size = 161;
+  ParamLayout wide = config.BuildLayout();
+  FlatBuffer p1(wide.total_floats());
+  std::string e = ErrorOf([&] { LoadHfWeights(kMha, wide, p1); });
+  EXPECT_NE(e.find("model.layers.0.mlp.gate_proj.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("[161, 64]"), std::string::npos) << e;
+  // Fewer layers than the file: the file has tensors the model lacks.
+  config = ModelConfig::FromHfFile(kMha + "/config.json");
+  config.num_layers = 3;
+  config.layer_types.resize(3);
+  ParamLayout fewer = config.BuildLayout();
+  FlatBuffer p2(fewer.total_floats());
+  e = ErrorOf([&] { LoadHfWeights(kMha, fewer, p2); });
+  EXPECT_NE(e.find("model.layers.3."), std::string::npos) << e;
+  // Tied model against an untied file: lm_head.weight is extra.
+  config = ModelConfig::FromHfFile(kMha + "/config.json");
+  config.tie_word_embeddings = true;
+  ParamLayout tied = config.BuildLayout();
+  FlatBuffer p3(tied.total_floats());
+  e = ErrorOf([&] { LoadHfWeights(kMha, tied, p3); });
+  EXPECT_NE(e.find("lm_head.weight"), std::string::npos) << e;
+  // More layers than the file: a parameter is missing.
+  config = ModelConfig::FromHfFile(kMha + "/config.json");
+  config.num_layers = 5;
+  config.layer_types.push_back(AttentionType::kSliding);
+  ParamLayout more = config.BuildLayout();
+  FlatBuffer p4(more.total_floats());
+  e = ErrorOf([&] { LoadHfWeights(kMha, more, p4); });
+  EXPECT_NE(e.find("missing parameter 'model.layers.4."), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace replica
