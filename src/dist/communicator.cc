@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <string>
 
 #include "core/error.h"
@@ -32,19 +31,6 @@ bool LaunchedByMpirun() {
 std::unique_ptr<Communicator> CommunicatorFromEnvironment() {
   if (!LaunchedByMpirun()) return std::make_unique<LocalCommunicator>();
   return MakeMpiCommunicator();
-}
-
-int RunOnAllRanks(Communicator& comm, const std::function<int()>& body) {
-  if (comm.world() == 1) return body();
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "replica: error (rank %d of %d): %s\n", comm.rank(), comm.world(),
-                 e.what());
-    std::fflush(stderr);
-    comm.Abort(2);
-  }
-  return 2;  // not reached: Abort ends the job
 }
 
 void RestrictFaultToRank(const Communicator& comm) {

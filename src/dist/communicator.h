@@ -12,11 +12,11 @@
 //    the matching Recv is posted (MPI does for large messages), so exchanges between two ranks use
 //    SendRecv, which is deadlock-free for any size.
 //  - Sizes are bytes (size_t); large messages are split internally (MPI counts are int).
-//  - Abort(code) ends every rank of the job (MPI_Abort) after the caller printed why; a rank that
-//    throws must abort rather than exit, or the others would wait forever in a collective.
+//  - A rank that fails must end the whole job, or the others would wait forever in a collective:
+//    the MPI communicator, destroyed while an Error unwinds the stack, aborts the job (exit code 2)
+//    at process exit, after main() printed the message. Abort(code) does it at once.
 #pragma once
 #include <cstddef>
-#include <functional>
 #include <memory>
 
 namespace replica::dist {
@@ -58,12 +58,6 @@ bool HaveMpi();
 
 // See the promises above. Error when started by mpirun but built without MPI.
 std::unique_ptr<Communicator> CommunicatorFromEnvironment();
-
-// Runs `body` on every rank. World 1: exactly `body()` (errors propagate as usual). World > 1: an
-// exception on any rank is printed to stderr with the rank ("replica: error (rank r of R): ...")
-// and the whole job is aborted with exit code 2 (bad input) — other ranks could otherwise block
-// forever in a collective waiting for the failed one.
-int RunOnAllRanks(Communicator& comm, const std::function<int()>& body);
 
 // REPLICA_FAULT_RANK=r (tests): only rank r keeps the REPLICA_FAULT fault-injection setting; it
 // is removed from the environment of the others. Call before the trainer configures faults.

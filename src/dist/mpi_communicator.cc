@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 
@@ -37,6 +38,14 @@ void Check(int rc, const char* what) {
 
 int Count(size_t bytes) { return static_cast<int>(std::min(bytes, kMaxMessage)); }
 
+int failed_rank = -1, failed_world = 0;
+void AbortJobAtExit() {
+  std::fprintf(stderr, "replica: rank %d of %d failed (see the error above); aborting all ranks\n",
+               failed_rank, failed_world);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
@@ -49,8 +58,14 @@ class MpiCommunicator final : public Communicator {
   }
   ~MpiCommunicator() override {
     // Unwinding from an exception: another rank may be waiting for us in a collective, and
-    // MPI_Finalize would wait for it in turn. Abort the job instead.
-    if (std::uncaught_exceptions() > 0) MPI_Abort(MPI_COMM_WORLD, 2);
+    // MPI_Finalize would wait for it in turn. main() has yet to print the error, so the job is
+    // aborted at exit, after the message (exit code 2: what main returns for an Error).
+    if (std::uncaught_exceptions() > 0) {
+      failed_rank = rank_;
+      failed_world = world_;
+      std::atexit(AbortJobAtExit);
+      return;
+    }
     MPI_Finalize();
   }
   int rank() const override { return rank_; }

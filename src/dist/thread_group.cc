@@ -67,7 +67,9 @@ class ThreadCommunicator final : public Communicator {
     s_.cv.wait(lock, [&] { return s_.failed || s_.barrier_generation != gen; });
     Require(!s_.failed, "thread group: another rank failed");
   }
-  [[noreturn]] void Abort(int code) override { Fail("thread group: rank {} aborted ({})", rank_, code); }
+  [[noreturn]] void Abort(int code) override {
+    Fail("thread group: rank {} aborted ({})", rank_, code);
+  }
   const char* kind() const override { return "threads"; }
 
  private:

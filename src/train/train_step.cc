@@ -50,16 +50,21 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
         model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
     sums = acc.Add(grads, {ls.ce_sum, ls.lse_sq_sum});
   }
-  if (reducer_) reducer_->ReduceGradients(grads, sums);
+  out.grad_norm = reducer_ ? reducer_->ReduceGradients(grads, sums) : GlobalGradNorm(grads);
 
   const double n = static_cast<double>(out.label_tokens);
   out.ce_loss = sums[0] / n;
   out.z_loss = zmul_ * sums[1] / n;
   out.loss = out.ce_loss + out.z_loss;
-  out.grad_norm = GlobalGradNorm(grads);
   out.clip_coef = ClipCoefficient(out.grad_norm, adam_.config().max_grad_norm);
   out.skipped = !skip_.Observe(out.ce_loss, out.grad_norm);
-  if (!out.skipped) adam_.Step(model_.params(), grads, lr, out.clip_coef);
+  if (!out.skipped) {
+    if (reducer_) {
+      reducer_->OptimizerStep(model_.params(), grads, lr, out.clip_coef);
+    } else {
+      adam_.Step(model_.params(), grads, lr, out.clip_coef);
+    }
+  }
   return out;
 }
 

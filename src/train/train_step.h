@@ -5,7 +5,8 @@
 //      grad_scale = 1/N and the z-loss multiplier, fold into the fixed reduction tree
 //      (grad_accum.h); the rank reducer, if any, combines the ranks' partial sums;
 //   3. ce = Σce/N, z = zmul·Σlse²/N, loss = ce + z; ‖g‖ (fixed order), clip coefficient;
-//   4. skip rule on (ce, ‖g‖); unless skipped, AdamW with the given LR and clip coefficient.
+//   4. skip rule on (ce, ‖g‖); unless skipped, AdamW with the given LR and clip coefficient
+//      (the reducer's ZeRO-1 step when there is one).
 // Micro-batch k of a rank batch of M·μ rows holds rows k, k+M, k+2M, ... (grad_accum.h).
 #pragma once
 #include <cstdint>
@@ -18,16 +19,28 @@
 
 namespace replica {
 
-// What data parallelism plugs in (src/dist); a single process uses none. Rank r of R holds the
-// micro-batches j ≡ r (mod R) of every global batch (grad_accum.h).
+// What data parallelism plugs in (src/dist/data_parallel.h); a single process uses none. Rank r of
+// R holds the micro-batches j ≡ r (mod R) of every global batch (grad_accum.h). With a reducer the
+// gradient norm and the AdamW update are the reducer's (ZeRO-1: each rank updates its shard of the
+// parameters with its shard of Adam m and v), with the same bits as the single-process path.
 class RankReducer {
  public:
   virtual ~RankReducer() = default;
   // Σ over ranks of a per-rank count (exact).
   virtual int64_t SumTokens(int64_t local) = 0;
-  // Replaces this rank's partial gradient sum and scalars by the sum over ranks, combined with the
-  // top levels of the micro-batch tree (grad_accum.h), identical on every rank.
-  virtual void ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) = 0;
+  // Combines the ranks' partial sums with the top levels of the micro-batch tree: afterwards
+  // `scalars` hold the global sums on every rank and the gradient elements this rank updates hold
+  // the global sum (others are unspecified). Returns the global gradient norm (GlobalGradNorm's
+  // bits), equal on every rank.
+  virtual double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) = 0;
+  // t += 1, AdamW on this rank's elements, then every rank's parameters made identical.
+  virtual void OptimizerStep(FlatBuffer& params, const FlatBuffer& grads, double lr,
+                             double grad_coef) = 0;
+  // Takes this rank's part of `adam`'s m, v and t (after a checkpoint was loaded into it, or zero
+  // for a fresh run); `adam`'s full-size m and v may be released.
+  virtual void AdoptOptimizer(const ParamLayout& layout, AdamW& adam) = 0;
+  // Collective: rank 0's `adam` receives the full m, v and t (to write a checkpoint).
+  virtual void GatherOptimizer(AdamW& adam) = 0;
 };
 
 struct StepOutcome {

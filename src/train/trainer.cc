@@ -53,7 +53,10 @@ std::string Duration(double s) {
 // terminal and printed as ordinary lines otherwise.
 class RunLog {
  public:
-  explicit RunLog(const std::string& path) : tty_(isatty(fileno(stderr)) != 0) {
+  // enabled = false (data-parallel ranks other than 0): prints and records nothing.
+  RunLog(const std::string& path, bool enabled)
+      : tty_(isatty(fileno(stderr)) != 0), enabled_(enabled) {
+    if (!enabled_) return;
     file_ = std::fopen(path.c_str(), "a");
     if (!file_) REPLICA_LOG_WARN("cannot append to {}: {}", path, std::strerror(errno));
   }
@@ -62,11 +65,13 @@ class RunLog {
     if (file_) std::fclose(file_);
   }
   void Line(const std::string& s) {
+    if (!enabled_) return;
     EndProgress();
     std::fprintf(stderr, "%s\n", s.c_str());
     ToFile(s);
   }
   void Progress(const std::string& s, bool to_file) {
+    if (!enabled_) return;
     if (tty_) {
       std::fprintf(stderr, "\r\033[K%s", s.c_str());
       std::fflush(stderr);
@@ -88,7 +93,7 @@ class RunLog {
     std::fflush(file_);
   }
   std::FILE* file_ = nullptr;
-  bool tty_, live_ = false;
+  bool tty_, enabled_, live_ = false;
 };
 
 bool IsHfModelDir(const std::string& path) {
@@ -172,7 +177,9 @@ TrainSummary Train(const TrainerOptions& opt) {
 
   SetNumThreads(static_cast<int>(cfg.train.threads));
   fs::create_directories(opt.run_dir);
-  RunLog log((fs::path(opt.run_dir) / "train.log").string());
+  // Data parallelism: rank 0 alone writes the run directory (log, config, metrics, checkpoints).
+  const bool writer = opt.rank == 0;
+  RunLog log((fs::path(opt.run_dir) / "train.log").string(), writer);
   TrainSummary summary;
   summary.run_dir = opt.run_dir;
 
@@ -201,17 +208,17 @@ TrainSummary Train(const TrainerOptions& opt) {
   std::optional<TrainState> saved;
   if (restore_trainer_state) {
     saved = TrainState::FromJson(start_ckpt->state(), start_ckpt->dir() + "/" + kStateFile);
-    if (saved->trajectory_hash != cfg.TrajectoryHash()) {
+    if (resume && saved->trajectory_hash != cfg.TrajectoryHash()) {
       Fail("{}: the checkpoint at step {} belongs to a run whose training math differs from this "
            "config in: {}. Use a new --run-dir, or restore those keys",
            opt.run_dir, saved->step, DescribeDifferences(opt.run_dir, cfg));
     }
-    if (saved->micro_batch_instances != mu)
+    if (resume && saved->micro_batch_instances != mu)
       log.Line(fmt::format("note: micro-batch size changed from {} to {}: the continuation is the "
                            "same math but not bit-identical to an uninterrupted run",
                            saved->micro_batch_instances, mu));
   }
-  WriteRunConfig(opt.run_dir, cfg);
+  if (writer) WriteRunConfig(opt.run_dir, cfg);
 
   // --- data ---
   const std::vector<std::string> files = ExpandDataPaths(cfg.data.paths);
@@ -261,6 +268,7 @@ TrainSummary Train(const TrainerOptions& opt) {
             "{}: state.json says Adam step {}, optim.safetensors says {}", start_ckpt->dir(),
             saved->adam_step, adam.step());
   }
+  if (opt.reducer) opt.reducer->AdoptOptimizer(layout, adam);  // ZeRO-1: keep this rank's shard
   summary.start_step = summary.end_step = step;
   if (resume) {
     log.Line(fmt::format("resuming from {} (step {}, {} tokens)", resume->dir, step, tokens));
@@ -282,10 +290,14 @@ TrainSummary Train(const TrainerOptions& opt) {
   }
 
   // --- outputs ---
-  MetricsWriter metrics(opt.run_dir, resume ? std::optional<int64_t>(step) : std::nullopt);
-  CheckpointWriter checkpoints({.run_dir = opt.run_dir,
-                                .keep = static_cast<int>(cfg.checkpoint.keep),
-                                .background = true});
+  std::optional<MetricsWriter> metrics;
+  std::optional<CheckpointWriter> checkpoints;
+  if (writer) {
+    metrics.emplace(opt.run_dir, resume ? std::optional<int64_t>(step) : std::nullopt);
+    checkpoints.emplace(CheckpointWriterOptions{.run_dir = opt.run_dir,
+                                                .keep = static_cast<int>(cfg.checkpoint.keep),
+                                                .background = true});
+  }
   fault::FaultSpec fspec;
   if (cfg.fault.kill_at_step > 0) fspec.kill_at_step = cfg.fault.kill_at_step;
   if (cfg.fault.kill_in_checkpoint > 0) fspec.kill_in_checkpoint = cfg.fault.kill_in_checkpoint;
@@ -299,9 +311,10 @@ TrainSummary Train(const TrainerOptions& opt) {
   if (peak <= 0) peak = MeasureGemmPeak().flops_per_s;
   summary.peak_flops = peak;
   log.Line(fmt::format(
-      "training {} -> {}: {} params, {} x {} tokens per step ({} micro-batches of {}), {} "
+      "training {} -> {}: {} params, {} x {} tokens per step ({} micro-batches of {}{}), {} "
       "threads, {:.2f} GFLOP/token, GEMM peak {:.1f} GFLOP/s",
-      step, cfg.train.max_steps, cfg.model.NumParams(), I, T, local_micro, mu, NumThreads(),
+      step, cfg.train.max_steps, cfg.model.NumParams(), I, T, local_micro, mu,
+      opt.world > 1 ? fmt::format(" on each of {} ranks", opt.world) : std::string(), NumThreads(),
       flops_per_token / 1e9, peak / 1e9));
 
   TrainStep train_step(model, adam, skip, mu, cfg.train.z_loss_multiplier, opt.reducer);
@@ -321,10 +334,12 @@ TrainSummary Train(const TrainerOptions& opt) {
     st.trajectory_hash = cfg.TrajectoryHash();
     st.world_size = opt.world;
     st.micro_batch_instances = mu;
+    if (opt.reducer) opt.reducer->GatherOptimizer(adam);  // collective: full m, v on rank 0
+    if (!checkpoints) return;
     st.adam_step = adam.step();
-    checkpoints.Save(s, layout, model.params(), adam.m(), adam.v(), adam.step(), st.ToJson(),
+    checkpoints->Save(s, layout, model.params(), adam.m(), adam.v(), adam.step(), st.ToJson(),
                      cfg.model.ToHfJson());
-    summary.last_checkpoint = (fs::path(checkpoints.checkpoints_dir()) / CheckpointDirName(s)).string();
+    summary.last_checkpoint = (fs::path(checkpoints->checkpoints_dir()) / CheckpointDirName(s)).string();
   };
 
   while (step < cfg.train.max_steps) {
@@ -353,18 +368,20 @@ TrainSummary Train(const TrainerOptions& opt) {
     summary.last_loss = loss;
     summary.end_step = s;
 
-    metrics.Write(EncodeNonFinite({{"step", s},
-                                   {"loss", loss},
-                                   {"ce_loss", o.ce_loss},
-                                   {"z_loss", o.z_loss},
-                                   {"grad_norm", grad_norm},
-                                   {"clip_coef", o.clip_coef},
-                                   {"lr", lr},
-                                   {"tokens", tokens},
-                                   {"step_time_s", dt},
-                                   {"tokens_per_s", tps},
-                                   {"mfu", mfu},
-                                   {"skipped", !proceed}}));
+    if (metrics) metrics->Write(EncodeNonFinite({{"step", s},
+                                                 {"loss", loss},
+                                                 {"ce_loss", o.ce_loss},
+                                                 {"z_loss", o.z_loss},
+                                                 {"grad_norm", grad_norm},
+                                                 {"clip_coef", o.clip_coef},
+                                                 {"lr", lr},
+                                                 {"tokens", tokens},
+                                                 {"step_time_s", dt},
+                                                 {"tokens_per_s", tps},
+                                                 {"tokens_per_s_per_rank",
+                                                  tps / static_cast<double>(opt.world)},
+                                                 {"mfu", mfu},
+                                                 {"skipped", !proceed}}));
     if (!proceed)
       log.Line(fmt::format("step {}: skipped the update (loss {:.4f}, grad norm {:.4f} beyond "
                            "{} sigma of the last {} steps)",
@@ -383,12 +400,13 @@ TrainSummary Train(const TrainerOptions& opt) {
     }
 
     const bool last = s == cfg.train.max_steps;
-    const bool eval_due = opt.eval && ((cfg.eval.interval > 0 && s % cfg.eval.interval == 0) || last);
+    const bool eval_due = opt.eval && writer &&  // rank 0 evaluates; the others wait for it
+                          ((cfg.eval.interval > 0 && s % cfg.eval.interval == 0) || last);
     if (eval_due) {
       const auto e0 = Clock::now();
       nlohmann::json result = opt.eval(s, model);
       if (result.is_object() && !result.empty()) {
-        metrics.Write(EncodeNonFinite({{"step", s}, {"eval", result}}));
+        metrics->Write(EncodeNonFinite({{"step", s}, {"eval", result}}));
         log.Line(fmt::format("step {}: eval ({:.1f}s) {}", s, Seconds(e0, Clock::now()),
                              result.dump()));
       }
@@ -397,7 +415,7 @@ TrainSummary Train(const TrainerOptions& opt) {
     if ((cfg.checkpoint.interval > 0 && s % cfg.checkpoint.interval == 0) || last)
       save_checkpoint(s);
   }
-  checkpoints.Finish();
+  if (checkpoints) checkpoints->Finish();
   log.EndProgress();
 
   summary.wall_s = Seconds(wall_start, Clock::now());
@@ -408,7 +426,8 @@ TrainSummary Train(const TrainerOptions& opt) {
       "GFLOP/s GEMM peak), {} skipped; metrics {}, last checkpoint {}",
       summary.start_step, summary.end_step, Duration(summary.wall_s), summary.first_loss,
       summary.last_loss, summary.mean_tokens_per_s, 100 * summary.mean_mfu, peak / 1e9,
-      summary.skipped_steps, metrics.path(), summary.last_checkpoint));
+      summary.skipped_steps, metrics ? metrics->path() : std::string("(rank 0)"),
+      summary.last_checkpoint));
   return summary;
 }
 

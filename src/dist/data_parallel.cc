@@ -1,0 +1,60 @@
+#include "dist/data_parallel.h"
+
+#include <vector>
+
+#include "core/error.h"
+#include "dist/collectives.h"
+
+namespace replica::dist {
+
+DataParallel::DataParallel(Communicator& comm, const RunConfig& config)
+    : comm_(comm) {
+  RequireRankIndependentBatch(config.NumMicroBatches(), comm.world());
+}
+
+Zero1AdamW& DataParallel::zero() {
+  Require(zero_ != nullptr, "data parallel: the optimizer state was not adopted before a step");
+  return *zero_;
+}
+
+int64_t DataParallel::SumTokens(int64_t local) {
+  // Counts below 2^53 are exact in fp64, so the tree sum is the integer sum.
+  Require(local >= 0 && local < (int64_t{1} << 53), "data parallel: token count {} out of range",
+          local);
+  std::vector<double> v{static_cast<double>(local)};
+  TreeAllReduce(comm_, v);
+  return static_cast<int64_t>(v[0]);
+}
+
+double DataParallel::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) {
+  std::vector<double> v(scalars.begin(), scalars.end());
+  TreeAllReduce(comm_, v);
+  for (size_t i = 0; i < v.size(); ++i) scalars[i] = v[i];
+  return zero().ReduceGradients(grads);
+}
+
+void DataParallel::OptimizerStep(FlatBuffer& params, const FlatBuffer& grads, double lr,
+                                 double grad_coef) {
+  zero().Step(params, grads, lr, grad_coef);
+}
+
+void DataParallel::AdoptOptimizer(const ParamLayout& layout, AdamW& adam) {
+  zero_ = std::make_unique<Zero1AdamW>(layout, adam.config(), comm_);
+  zero_->LoadState(adam.m(), adam.v(), adam.step());
+  // ZeRO-1: from here on only the shard lives on this rank (rank 0 re-creates full buffers as the
+  // gather target of each checkpoint).
+  adam.m() = FlatBuffer();
+  adam.v() = FlatBuffer();
+}
+
+void DataParallel::GatherOptimizer(AdamW& adam) {
+  Zero1AdamW& z = zero();
+  if (comm_.rank() == 0) {
+    if (adam.m().size() != z.plan().total()) adam.m() = FlatBuffer(z.plan().total());
+    if (adam.v().size() != z.plan().total()) adam.v() = FlatBuffer(z.plan().total());
+  }
+  z.GatherState(&adam.m(), &adam.v());
+  adam.set_step(z.step());
+}
+
+}  // namespace replica::dist
