@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "dist/communicator.h"
+#include "dist/data_parallel.h"
 #include "eval/eval_suite.h"
 #include "eval/model_loader.h"
 #include "eval/text_encoder.h"
@@ -32,8 +34,19 @@ replica::cli::CommandRegistration reg(
       app.add_flag("--json", args->json, "print the end-of-run summary as JSON on stdout");
       app.add_flag("--quiet", args->quiet, "no progress lines (other messages still go to stderr)");
       return [args] {
+        // Data parallelism (docs/distributed.md): under mpirun every rank runs this with its rank
+        // and rank 0 alone writes the run directory; started alone, a world-1 job without MPI.
+        auto comm = replica::dist::CommunicatorFromEnvironment();
+        replica::dist::RestrictFaultToRank(*comm);
         replica::TrainerOptions options;
         options.config = replica::RunConfig::Load(args->config, args->sets);
+        options.rank = comm->rank();
+        options.world = comm->world();
+        std::unique_ptr<replica::dist::DataParallel> parallel;
+        if (comm->world() > 1) {
+          parallel = std::make_unique<replica::dist::DataParallel>(*comm, options.config);
+          options.reducer = parallel.get();
+        }
         options.run_dir = args->run_dir;
         options.progress = !args->quiet;
         const replica::RunConfig& c = options.config;
@@ -52,7 +65,7 @@ replica::cli::CommandRegistration reg(
           };
         }
         const replica::TrainSummary summary = replica::Train(options);
-        if (args->json) std::printf("%s\n", summary.ToJson().dump(2).c_str());
+        if (args->json && comm->rank() == 0) std::printf("%s\n", summary.ToJson().dump(2).c_str());
         return 0;
       };
     });
