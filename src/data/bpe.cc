@@ -94,7 +94,7 @@ BpeModel BpeModel::FromRanks(const std::vector<std::string>& tokens, bool whole_
   m.SetVocab(vocab);
   // Parts are always tokens, so "bytes(a)+bytes(b) is a token of rank r" is the pair (a, b) -> r
   // for every way of cutting a token into two tokens.
-  m.pairs_.Reserve(tokens.size() * 3);
+  m.pairs_.Reserve(tokens.size() * 5 / 2);  // cl100k: 233,378 pairs for 100,256 tokens
   for (uint32_t r = 0; r < tokens.size(); ++r) {
     std::string_view t = tokens[r];
     for (size_t k = 1; k < t.size(); ++k) {
@@ -146,7 +146,11 @@ void BpeModel::EncodePiece(std::string_view piece, std::vector<uint32_t>* out) c
   const uint32_t check = static_cast<uint32_t>(h);
   if (e.model == serial_ && e.hash_check == check && e.len == n &&
       std::memcmp(e.bytes, piece.data(), n) == 0) {
-    out->insert(out->end(), e.ids, e.ids + e.count);
+    if (e.count == 1) {
+      out->push_back(e.ids[0]);  // the common case; avoids a range insert per piece
+    } else {
+      out->insert(out->end(), e.ids, e.ids + e.count);
+    }
     return;
   }
   const size_t before = out->size();

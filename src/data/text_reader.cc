@@ -3,6 +3,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -92,6 +93,22 @@ size_t TextReader::ReadRaw() {
   return raw_len_;
 }
 
+void TextReader::Reserve(size_t room) {
+  if (end_ + room <= cap_) return;
+  const size_t live = end_ - begin_;
+  if (live + room <= cap_) {
+    std::memmove(buf_.get(), buf_.get() + begin_, live);
+  } else {
+    size_t cap = std::max(cap_ * 2, live + room);
+    auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+    if (live > 0) std::memcpy(bigger.get(), buf_.get() + begin_, live);
+    buf_ = std::move(bigger);
+    cap_ = cap;
+  }
+  begin_ = 0;
+  end_ = live;
+}
+
 bool TextReader::Fill() {
   if (raw_pos_ == raw_len_ && ReadRaw() == 0) {
     Require(stream_done_, "{}: truncated {} stream ({} bytes)", path_,
@@ -101,13 +118,15 @@ bool TextReader::Fill() {
   const char* in = raw_.data() + raw_pos_;
   size_t avail = raw_len_ - raw_pos_;
   if (compression_ == Compression::kNone) {
-    buffer_.append(in, avail);
+    Reserve(avail);
+    std::memcpy(buf_.get() + end_, in, avail);
+    end_ += avail;
     raw_pos_ = raw_len_;
     return true;
   }
-  const size_t old = buffer_.size();
   const size_t room = 4 * kRawChunk;
-  buffer_.resize(old + room);
+  Reserve(room);
+  char* out = buf_.get() + end_;
   size_t produced = 0, consumed = 0;
   if (compression_ == Compression::kGzip) {
     z_stream& z = codec_->z;
@@ -118,7 +137,7 @@ bool TextReader::Fill() {
     }
     z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in));
     z.avail_in = static_cast<uInt>(avail);
-    z.next_out = reinterpret_cast<Bytef*>(buffer_.data() + old);
+    z.next_out = reinterpret_cast<Bytef*>(out);
     z.avail_out = static_cast<uInt>(room);
     int rc = inflate(&z, Z_NO_FLUSH);
     Require(rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR,
@@ -129,7 +148,7 @@ bool TextReader::Fill() {
     consumed = avail - z.avail_in;
   } else {
     ZSTD_inBuffer zin{in, avail, 0};
-    ZSTD_outBuffer zout{buffer_.data() + old, room, 0};
+    ZSTD_outBuffer zout{out, room, 0};
     size_t rc = ZSTD_decompressStream(codec_->zstd, &zout, &zin);
     Require(!ZSTD_isError(rc), "{}: corrupt zstd data near compressed byte {}: {}", path_,
             raw_read_ - raw_len_ + raw_pos_, ZSTD_getErrorName(rc));
@@ -138,42 +157,37 @@ bool TextReader::Fill() {
     consumed = zin.pos;
   }
   raw_pos_ += consumed;
-  buffer_.resize(old + produced);
+  end_ += produced;
   return true;
 }
 
 bool TextReader::ReadLine(std::string* line) {
-  size_t scanned = pos_;
+  size_t scanned = begin_;
   while (true) {
-    size_t nl = buffer_.find('\n', scanned);
-    if (nl != std::string::npos) {
-      line->assign(buffer_, pos_, nl - pos_);
-      pos_ = nl + 1;
-      break;
-    }
-    // Drop returned bytes before growing the buffer so it holds about one line.
-    if (pos_ > 0) {
-      buffer_.erase(0, pos_);
-      pos_ = 0;
-    }
-    scanned = buffer_.size();
-    if (!Fill()) {
-      if (buffer_.empty()) return false;
-      line->assign(buffer_);
-      buffer_.clear();
-      pos_ = 0;
+    const void* nl = scanned < end_ ? std::memchr(buf_.get() + scanned, '\n', end_ - scanned) : nullptr;
+    if (nl != nullptr) {
+      const size_t at = static_cast<const char*>(nl) - buf_.get();
+      line->assign(buf_.get() + begin_, at - begin_);
+      begin_ = at + 1;
       return true;
     }
+    scanned = end_;
+    const size_t offset = scanned - begin_;  // Fill may move the unread bytes to the front
+    if (!Fill()) {
+      if (begin_ == end_) return false;
+      line->assign(buf_.get() + begin_, end_ - begin_);
+      begin_ = end_;
+      return true;
+    }
+    scanned = begin_ + offset;
   }
-  return true;
 }
 
 std::string TextReader::ReadAll() {
   while (Fill()) {
   }
-  std::string all = buffer_.substr(pos_);
-  buffer_.clear();
-  pos_ = 0;
+  std::string all(buf_.get() + begin_, end_ - begin_);
+  begin_ = end_;
   return all;
 }
 

@@ -49,8 +49,12 @@ class TextReader {
   Sha256 sha_;
   std::string raw_;       // raw bytes read but not yet decompressed: raw_[raw_pos_, raw_len_)
   size_t raw_pos_ = 0, raw_len_ = 0;
-  std::string buffer_;    // decompressed bytes not yet returned: buffer_[pos_, ...)
-  size_t pos_ = 0;
+  // Makes room for `room` more bytes at buf_[end_], moving unread bytes to the front first.
+  void Reserve(size_t room);
+  // Decompressed bytes not yet returned: buf_[begin_, end_). Not zero-filled and reused across
+  // fills, so reading costs no page faults or memsets beyond the first buffer.
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0, begin_ = 0, end_ = 0;
   bool eof_ = false;      // raw file fully read
   bool stream_done_ = true;  // the current gzip member / zstd frame is complete
   struct Codec;
