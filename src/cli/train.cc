@@ -1,13 +1,17 @@
 // replica train CONFIG.yaml [--set key=value ...] --run-dir DIR [--json]: trains per the config
 // (train/trainer.h), resuming from the newest valid checkpoint in DIR. Evaluation sets named in
-// eval.sets are scored through src/eval's EvalSuite every eval.interval steps and at the end.
+// eval.sets are scored through src/eval's EvalSuite every eval.interval steps and at the end;
+// the leak guard (eval.leak_guard) refuses eval files among the training files and scans every
+// emitted batch for eval items.
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
 #include "dist/communicator.h"
 #include "dist/data_parallel.h"
+#include "eval/decon.h"
 #include "eval/eval_suite.h"
+#include "eval/leak_guard.h"
 #include "eval/model_loader.h"
 #include "eval/text_encoder.h"
 #include "train/run_config.h"
@@ -52,19 +56,47 @@ replica::cli::CommandRegistration reg(
         const replica::RunConfig& c = options.config;
         std::shared_ptr<replica::eval::TextEncoder> encoder;
         std::shared_ptr<replica::eval::EvalSuite> suite;
-        if (!c.eval.sets.empty()) {
+        std::shared_ptr<replica::eval::LeakGuard> guard;
+        if (!c.eval.sets.empty() || !c.eval.canaries.empty()) {
           encoder = replica::eval::MakeTextEncoder(c.eval.tokenizer,
                                                    static_cast<int32_t>(c.model.eos_token_id),
                                                    static_cast<int32_t>(c.model.pad_token_id));
           replica::eval::EvalSuiteOptions eo;
           eo.seq_len = c.data.seq_len;
           eo.batch_size = c.train.micro_batch_instances;  // the model's preallocated batch
+          eo.canary_path = c.eval.canaries;
+          eo.canary_vocab = c.eval.tokenizer == "dolma2" ? 100256 : 256;  // text ids, no specials
           suite = std::make_shared<replica::eval::EvalSuite>(c.eval.sets, *encoder, eo);
           options.eval = [suite](int64_t, replica::Olmo3Model& model) {
             return suite->Run(replica::eval::ModelLossFn(model));
           };
+          // Leak guard (issue 5): no training file may be an eval file, and every batch the loader
+          // emits is scanned for eval items.
+          replica::eval::CheckTrainFilesDisjoint(replica::TrainingFiles(c),
+                                                 suite->RegisteredFiles());
+          const auto mode = replica::eval::ParseLeakGuardMode(c.eval.leak_guard);
+          if (mode != replica::eval::LeakGuardMode::kOff) {
+            std::vector<replica::eval::EvalSet> indexed = suite->sets();
+            if (suite->canaries()) indexed.push_back(*suite->canaries());
+            auto index = std::make_shared<const replica::eval::NgramIndex>(
+                replica::eval::BuildDeconIndex(indexed, *encoder, {}));
+            guard = std::make_shared<replica::eval::LeakGuard>(index, mode);
+            options.on_batch = [guard](int64_t step, const std::vector<uint32_t>& instances,
+                                       const int32_t* tokens, int64_t rows, int64_t seq_len) {
+              guard->Check(step, std::vector<int64_t>(instances.begin(), instances.end()), tokens,
+                           rows, seq_len);
+            };
+          }
         }
         const replica::TrainSummary summary = replica::Train(options);
+        if (guard) {
+          const nlohmann::json g = guard->Stats();
+          std::fprintf(stderr, "leak guard (%s): %lld batches scanned, %lld leaks, %.3f ms per batch "
+                       "(max %.3f ms)\n", g["mode"].get<std::string>().c_str(),
+                       g["batches"].get<long long>(), g["leaks"].get<long long>(),
+                       1e3 * g["seconds_per_batch_mean"].get<double>(),
+                       1e3 * g["seconds_per_batch_max"].get<double>());
+        }
         if (args->json && comm->rank() == 0) std::printf("%s\n", summary.ToJson().dump(2).c_str());
         return 0;
       };

@@ -18,7 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-enum class Kind { kInt, kUint, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList };
+enum class Kind {
+  kInt, kUint, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList, kMixture
+};
 
 const char* KindName(Kind k) {
   switch (k) {
@@ -31,6 +33,7 @@ const char* KindName(Kind k) {
     case Kind::kStringList: return "a list of strings";
     case Kind::kPathList: return "a list of paths";
     case Kind::kDoubleList: return "a list of numbers";
+    case Kind::kMixture: return "a list of sources {name, paths, weight | tokens, max_repetition}";
   }
   return "?";
 }
@@ -60,10 +63,14 @@ const std::vector<Field>& Fields() {
       {"data.seq_len", Kind::kInt, true, REF(data.seq_len), "tokens per instance"},
       {"data.seed", Kind::kInt, true, REF(data.seed), "data order seed (shuffle uses seed + epoch)"},
       {"data.dtype", Kind::kString, true, REF(data.dtype), "token file dtype: uint32 or uint16"},
+      {"data.mixture", Kind::kMixture, false, REF(data.mixture),
+       "weighted sources instead of data.paths: [{name, paths, weight | tokens, max_repetition}]"},
+      {"data.mixture_tokens", Kind::kInt, true, REF(data.mixture_tokens),
+       "total token budget split by the sources' weights (0: each source's own tokens)"},
+      {"data.mixture_seed", Kind::kInt, true, REF(data.mixture_seed),
+       "seed of the mixture's per-source instance selection"},
       {"data.check_vocab", Kind::kBool, false, REF(data.check_vocab),
        "refuse token ids >= model.vocab_size"},
-      {"data.work_dir", Kind::kPath, false, REF(data.work_dir),
-       "cache directory for the global index order (default RUN/data-cache)"},
       {"train.max_steps", Kind::kInt, false, REF(train.max_steps), "optimizer steps to run"},
       {"train.global_batch_instances", Kind::kInt, true, REF(train.global_batch_instances),
        "instances per optimizer step"},
@@ -113,6 +120,10 @@ const std::vector<Field>& Fields() {
       {"eval.sets", Kind::kPathList, false, REF(eval.sets), "JSONL perplexity sets"},
       {"eval.tokenizer", Kind::kString, false, REF(eval.tokenizer),
        "text encoder for the eval sets: dolma2 | bytes"},
+      {"eval.leak_guard", Kind::kString, false, REF(eval.leak_guard),
+       "scan every batch the loader emits for eval data: stop | warn | off"},
+      {"eval.canaries", Kind::kPath, false, REF(eval.canaries),
+       "registered canary set (JSONL of token ids), scored with its unregistered twin"},
       {"fault.kill_at_step", Kind::kInt, false, REF(fault.kill_at_step),
        "test hook: SIGKILL itself after this step (0 = off)"},
       {"fault.kill_in_checkpoint", Kind::kInt, false, REF(fault.kill_in_checkpoint),
@@ -331,6 +342,43 @@ Entry ParseOverride(const std::string& text) {
   return e;
 }
 
+std::vector<RunConfig::MixtureSource> ParseMixture(const Entry& e) {
+  const std::string& o = e.origin;
+  std::vector<RunConfig::MixtureSource> out;
+  if (e.value.IsNull()) return out;
+  if (!e.value.IsSequence()) TypeError(o, e.key, Kind::kMixture, e.value);
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    const YAML::Node& n = e.value[i];
+    const std::string at = fmt::format("{}[{}]", e.key, i);
+    if (!n.IsMap()) TypeError(o, at, Kind::kMixture, n);
+    RunConfig::MixtureSource src;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      const std::string key = at + "." + k;
+      const YAML::Node& v = it->second;
+      if (k == "name") {
+        src.name = ParseString(o, key, v);
+      } else if (k == "paths") {
+        src.paths = ParseList(o, key, v, Kind::kPathList, [&](const YAML::Node& x) {
+          return ResolvePath(ParseString(o, key, x, Kind::kPathList), e.base);
+        });
+      } else if (k == "weight") {
+        src.weight = ParseDouble(o, key, v);
+      } else if (k == "tokens") {
+        src.tokens = ParseInt(o, key, v);
+      } else if (k == "max_repetition") {
+        src.max_repetition = ParseDouble(o, key, v);
+      } else {
+        Fail("{}unknown config key '{}' (a mixture source has: name, paths, weight, tokens, "
+             "max_repetition)",
+             Where(o), key);
+      }
+    }
+    out.push_back(std::move(src));
+  }
+  return out;
+}
+
 void ApplyField(RunConfig& c, const Field& f, const Entry& e) {
   void* p = f.ref(c);
   const std::string& o = e.origin;
@@ -364,6 +412,9 @@ void ApplyField(RunConfig& c, const Field& f, const Entry& e) {
     case Kind::kDoubleList:
       *static_cast<std::vector<double>*>(p) = ParseList(
           o, e.key, e.value, f.kind, [&](const YAML::Node& n) { return ParseDouble(o, e.key, n); });
+      break;
+    case Kind::kMixture:
+      *static_cast<std::vector<RunConfig::MixtureSource>*>(p) = ParseMixture(e);
       break;
   }
 }
@@ -450,6 +501,29 @@ void Validate(RunConfig& c, const std::string& origin) {
           "{}config key 'train.skip_step.min_history': expected >= 3 (std needs 2 values), got {}",
           w, c.train.skip_step.min_history);
   Require(c.train.skip_step.sigma > 0, "{}config key 'train.skip_step.sigma': expected > 0", w);
+  if (!c.data.mixture.empty()) {
+    Require(c.data.paths.empty(),
+            "{}config keys 'data.paths' and 'data.mixture': give one of them, not both", w);
+    std::set<std::string> names;
+    for (size_t i = 0; i < c.data.mixture.size(); ++i) {
+      const RunConfig::MixtureSource& m = c.data.mixture[i];
+      const std::string at = fmt::format("data.mixture[{}]", i);
+      Require(!m.name.empty() && names.insert(m.name).second,
+              "{}config key '{}.name': expected a unique, non-empty name", w, at);
+      Require(!m.paths.empty(), "{}config key '{}.paths': expected at least one path", w, at);
+      Require(m.max_repetition >= 1, "{}config key '{}.max_repetition': expected >= 1, got {}", w,
+              at, m.max_repetition);
+      if (c.data.mixture_tokens > 0) {
+        Require(m.weight > 0, "{}config key '{}.weight': expected > 0 (data.mixture_tokens splits "
+                "by weight), got {}", w, at, m.weight);
+      } else {
+        Require(m.tokens > 0, "{}config key '{}.tokens': expected > 0 (or set "
+                "data.mixture_tokens and weights), got {}", w, at, m.tokens);
+      }
+    }
+  }
+  Require(c.data.mixture_tokens >= 0, "{}config key 'data.mixture_tokens': expected >= 0", w);
+  Require(c.data.mixture_seed >= 0, "{}config key 'data.mixture_seed': expected >= 0", w);
   Require(c.data.dtype == "uint32" || c.data.dtype == "uint16",
           "{}config key 'data.dtype': expected uint32 or uint16, got '{}'", w, c.data.dtype);
   Require(c.data.dtype == "uint32" || c.model.vocab_size <= 65536,
@@ -472,6 +546,8 @@ void Validate(RunConfig& c, const std::string& origin) {
   non_negative(c.eval.interval, "eval.interval");
   Require(c.eval.tokenizer == "dolma2" || c.eval.tokenizer == "bytes",
           "{}config key 'eval.tokenizer': expected dolma2 or bytes, got '{}'", w, c.eval.tokenizer);
+  Require(c.eval.leak_guard == "stop" || c.eval.leak_guard == "warn" || c.eval.leak_guard == "off",
+          "{}config key 'eval.leak_guard': expected stop, warn or off, got '{}'", w, c.eval.leak_guard);
   non_negative(c.fault.kill_at_step, "fault.kill_at_step");
   non_negative(c.fault.kill_in_checkpoint, "fault.kill_in_checkpoint");
   Require(c.fault.kill_in_checkpoint_phase == "files" ||
@@ -505,6 +581,24 @@ void EmitValue(YAML::Emitter& e, Kind kind, const void* p) {
       for (double d : *static_cast<const std::vector<double>*>(p)) e << Num(d);
       e << YAML::EndSeq;
       break;
+    case Kind::kMixture: {
+      const auto& sources = *static_cast<const std::vector<RunConfig::MixtureSource>*>(p);
+      if (sources.empty()) e << YAML::Flow;
+      e << YAML::BeginSeq;
+      for (const auto& m : sources) {
+        e << YAML::Flow << YAML::BeginMap;
+        e << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << m.name;
+        e << YAML::Key << "paths" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& path : m.paths) e << YAML::DoubleQuoted << path;
+        e << YAML::EndSeq;
+        e << YAML::Key << "weight" << YAML::Value << Num(m.weight);
+        e << YAML::Key << "tokens" << YAML::Value << m.tokens;
+        e << YAML::Key << "max_repetition" << YAML::Value << Num(m.max_repetition);
+        e << YAML::EndMap;
+      }
+      e << YAML::EndSeq;
+      break;
+    }
   }
 }
 

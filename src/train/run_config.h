@@ -33,13 +33,24 @@ struct RunConfig {
     bool load_optimizer = true;     // take Adam m, v and t from the checkpoint
   } init;
 
+  // One source of a data mixture (data/mixture.h has the selection rule).
+  struct MixtureSource {
+    std::string name;
+    std::vector<std::string> paths;  // token files or globs
+    double weight = 0;               // share of data.mixture_tokens
+    int64_t tokens = 0;              // own budget when data.mixture_tokens is 0
+    double max_repetition = 1.0;     // >= 1: may be up-sampled this many times
+  };
+
   struct Data {
     std::vector<std::string> paths;  // token files or globs (sorted expansion), in mix order
+    std::vector<MixtureSource> mixture;  // instead of paths: a weighted mixture
+    int64_t mixture_tokens = 0;
+    int64_t mixture_seed = 0;
     int64_t seq_len = 0;
     int64_t seed = 0;
     std::string dtype = "uint32";   // uint32 | uint16
     bool check_vocab = true;        // refuse token ids >= model.vocab_size
-    std::string work_dir;           // cache of the global index order ("" = RUN/data-cache)
   } data;
 
   struct Train {
@@ -73,6 +84,9 @@ struct RunConfig {
     int64_t interval = 0;             // steps between evaluations; 0 = only at the end
     std::vector<std::string> sets;    // JSONL perplexity sets
     std::string tokenizer = "dolma2";  // dolma2 | bytes (tiny test vocabularies)
+    // Issue 5 (src/eval/leak_guard.h): scan every emitted batch against eval.sets + eval.canaries.
+    std::string leak_guard = "stop";  // stop | warn | off
+    std::string canaries;             // registered canary set (JSONL of token ids); "" = none
   } eval;
 
   struct Fault {

@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include <glob.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,7 +14,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/threads.h"
-#include "data/fsl_dataset.h"
 #include "data/loader.h"
 #include "model/hf_weights.h"
 #include "train/checkpoint_format.h"
@@ -28,6 +26,7 @@
 #include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/skip_step.h"
+#include "train/train_data.h"
 #include "train/train_state.h"
 
 namespace replica {
@@ -126,25 +125,6 @@ void WriteRunConfig(const std::string& run_dir, const RunConfig& c) {
 
 }  // namespace
 
-std::vector<std::string> ExpandDataPaths(const std::vector<std::string>& patterns) {
-  std::vector<std::string> out;
-  for (const std::string& p : patterns) {
-    glob_t g;
-    std::memset(&g, 0, sizeof(g));
-    const int rc = ::glob(p.c_str(), GLOB_ERR, nullptr, &g);
-    if (rc != 0) {
-      globfree(&g);
-      Fail("config key 'data.paths': '{}' matches no file", p);
-    }
-    for (size_t i = 0; i < g.gl_pathc; ++i) {
-      if (fs::is_regular_file(g.gl_pathv[i])) out.emplace_back(g.gl_pathv[i]);
-    }
-    globfree(&g);
-  }
-  Require(!out.empty(), "config key 'data.paths': no token files given");
-  return out;
-}
-
 nlohmann::json TrainSummary::ToJson() const {
   return {{"run_dir", run_dir},
           {"start_step", start_step},
@@ -221,14 +201,7 @@ TrainSummary Train(const TrainerOptions& opt) {
   if (writer) WriteRunConfig(opt.run_dir, cfg);
 
   // --- data ---
-  const std::vector<std::string> files = ExpandDataPaths(cfg.data.paths);
-  data::FslDatasetOptions dopt;
-  dopt.paths = files;
-  dopt.seq_len = T;
-  dopt.dtype = data::ParseDtype(cfg.data.dtype);
-  dopt.vocab_size = cfg.data.check_vocab ? static_cast<uint64_t>(cfg.model.vocab_size)
-                                         : (uint64_t{1} << 31);
-  auto dataset = std::make_shared<data::NumpyFslDataset>(dopt);
+  const std::shared_ptr<const data::InstanceDataset> dataset = OpenTrainingData(cfg);
   data::LoaderOptions lopt;
   lopt.seed = static_cast<uint64_t>(cfg.data.seed);
   lopt.global_batch_instances = static_cast<uint64_t>(I);
@@ -236,8 +209,8 @@ TrainSummary Train(const TrainerOptions& opt) {
   lopt.world = static_cast<uint64_t>(opt.world);
   data::DataLoader loader(dataset, lopt);
   Require(loader.batches_per_epoch() > 0,
-          "data: {} instances of {} tokens in {} file(s), fewer than one global batch of {}",
-          dataset->num_instances(), T, files.size(), I);
+          "data: {} instances of {} tokens in {}, fewer than one global batch of {}",
+          dataset->num_instances(), T, DescribeTrainingData(cfg), I);
 
   // --- model and optimizer ---
   Olmo3Model model(cfg.model, mu, T);

@@ -27,6 +27,7 @@
 
 #include "model/olmo3.h"
 #include "train/run_config.h"
+#include "train/train_data.h"
 #include "train/train_step.h"
 
 namespace replica {
@@ -62,8 +63,5 @@ struct TrainSummary {
 };
 
 TrainSummary Train(const TrainerOptions& options);
-
-// Expands data.paths (globs sorted, patterns in order); Error naming a pattern that matches nothing.
-std::vector<std::string> ExpandDataPaths(const std::vector<std::string>& patterns);
 
 }  // namespace replica

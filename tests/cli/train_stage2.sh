@@ -80,4 +80,11 @@ grep -q "continuing its step counter" "$tmp/S3.log" || { echo "FAIL: S3 message"
 "$BIN" compare "$tmp/REF" "$tmp/S3" --allow-missing-steps > "$tmp/cmp" 2>&1 \
   || { echo "FAIL: continuation differs from the straight run"; cat "$tmp/cmp"; fail=1; }
 [ "$(metric "$tmp/S3" 11 step)" = "11" ] || { echo "FAIL: S3 has no step 11"; fail=1; }
+
+# A data mixture (two sources split from the same tokens) trains like any dataset.
+head -c 40000 "$tmp/tokens.npy" > "$tmp/part_a.npy"
+tail -c +40001 "$tmp/tokens.npy" > "$tmp/part_b.npy"
+train "$tmp/MIX" --set data.paths=[] --set train.max_steps=4 \
+  --set "data.mixture=[{name: a, paths: [$tmp/part_a.npy], tokens: 4000}, {name: b, paths: [$tmp/part_b.npy], tokens: 2000, max_repetition: 1}]"
+[ "$(wc -l < "$tmp/MIX/metrics.jsonl")" -eq 4 ] || { echo "FAIL: mixture run"; cat "$tmp/MIX.log"; fail=1; }
 exit $fail

@@ -147,6 +147,39 @@ TEST(RunConfig, UnknownKeysAndWrongTypesAreNamed) {
   EXPECT_NE(e.find("num_attention_heads"), std::string::npos) << e;
 }
 
+TEST(RunConfig, Mixture) {
+  const std::string base = std::string(kTiny).substr(0, std::string(kTiny).find("data:"));
+  const std::string text = base + R"(
+data:
+  seq_len: 32
+  mixture_tokens: 100000
+  mixture_seed: 5
+  mixture:
+    - {name: web, paths: [web/*.npy], weight: 3}
+    - {name: books, paths: [b.npy], weight: 1, max_repetition: 2}
+train: {max_steps: 10, global_batch_instances: 4}
+optim: {lr: 1.0e-3}
+)";
+  const RunConfig c = RunConfig::FromYaml(text, "/d");
+  ASSERT_EQ(c.data.mixture.size(), 2u);
+  EXPECT_EQ(c.data.mixture[0].paths, std::vector<std::string>{"/d/web/*.npy"});
+  EXPECT_EQ(c.data.mixture[1].max_repetition, 2.0);
+  EXPECT_EQ(c.data.mixture_tokens, 100000);
+  const RunConfig back = RunConfig::FromYaml(c.Canonical(), "/x");
+  EXPECT_EQ(back.Canonical(), c.Canonical());
+  auto err = [&](const std::string& t) {
+    return ErrorOf([&] { RunConfig::FromYaml(t, "/d"); });
+  };
+  std::string e = err(std::string(text).replace(text.find("weight: 1,"), 10, "wieght: 1,"));
+  EXPECT_NE(e.find("'data.mixture[1].wieght'"), std::string::npos) << e;
+  e = err(std::string(text).replace(text.find("weight: 3"), 9, "weight: 0"));
+  EXPECT_NE(e.find("'data.mixture[0].weight'"), std::string::npos) << e;
+  e = err(text + "\n");
+  EXPECT_EQ(e, "(no error)");
+  e = ErrorOf([&] { RunConfig::FromYaml(text, "/d", {"data.paths=x.npy"}); });
+  EXPECT_NE(e.find("not both"), std::string::npos) << e;
+}
+
 TEST(RunConfig, CanonicalRoundTripAndHashes) {
   const RunConfig a = RunConfig::FromYaml(kTiny, "/b");
   const std::string canon = a.Canonical();

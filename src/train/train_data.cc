@@ -1,0 +1,86 @@
+#include "train/train_data.h"
+
+#include <glob.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/fsl_dataset.h"
+#include "data/mixture.h"
+
+namespace replica {
+namespace fs = std::filesystem;
+
+std::vector<std::string> ExpandDataPaths(const std::vector<std::string>& patterns) {
+  std::vector<std::string> out;
+  for (const std::string& p : patterns) {
+    glob_t g;
+    std::memset(&g, 0, sizeof(g));
+    const int rc = ::glob(p.c_str(), GLOB_ERR, nullptr, &g);
+    size_t found = 0;
+    if (rc == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        if (fs::is_regular_file(g.gl_pathv[i])) {
+          out.emplace_back(g.gl_pathv[i]);
+          ++found;
+        }
+      }
+    }
+    globfree(&g);
+    Require(found > 0, "config key 'data.paths': '{}' matches no file", p);
+  }
+  return out;
+}
+
+std::vector<std::string> TrainingFiles(const RunConfig& c) {
+  std::vector<std::string> files;
+  if (c.data.mixture.empty()) {
+    files = ExpandDataPaths(c.data.paths);
+  } else {
+    for (const auto& s : c.data.mixture) {
+      auto f = ExpandDataPaths(s.paths);
+      files.insert(files.end(), f.begin(), f.end());
+    }
+  }
+  Require(!files.empty(), "config: no training data: set data.paths (token files) or data.mixture");
+  return files;
+}
+
+std::shared_ptr<const data::InstanceDataset> OpenTrainingData(const RunConfig& c) {
+  const uint64_t vocab =
+      c.data.check_vocab ? static_cast<uint64_t>(c.model.vocab_size) : (uint64_t{1} << 31);
+  const data::TokenDtype dtype = data::ParseDtype(c.data.dtype);
+  if (c.data.mixture.empty()) {
+    data::FslDatasetOptions o;
+    o.paths = TrainingFiles(c);
+    o.seq_len = c.data.seq_len;
+    o.dtype = dtype;
+    o.vocab_size = vocab;
+    return std::make_shared<data::NumpyFslDataset>(o);
+  }
+  data::MixtureOptions o;
+  for (const auto& s : c.data.mixture) {
+    data::MixtureSource src;
+    src.name = s.name;
+    src.paths = ExpandDataPaths(s.paths);
+    src.weight = s.weight;
+    src.tokens = static_cast<uint64_t>(s.tokens);
+    src.max_repetition = s.max_repetition;
+    o.sources.push_back(std::move(src));
+  }
+  o.total_tokens = static_cast<uint64_t>(c.data.mixture_tokens);
+  o.seq_len = c.data.seq_len;
+  o.dtype = dtype;
+  o.vocab_size = vocab;
+  o.seed = static_cast<uint64_t>(c.data.mixture_seed);
+  return std::make_shared<data::MixtureDataset>(o);
+}
+
+std::string DescribeTrainingData(const RunConfig& c) {
+  const size_t n = TrainingFiles(c).size();
+  if (c.data.mixture.empty()) return fmt::format("{} file(s)", n);
+  return fmt::format("a mixture of {} sources ({} files)", c.data.mixture.size(), n);
+}
+
+}  // namespace replica
