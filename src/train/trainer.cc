@@ -332,7 +332,8 @@ TrainSummary Train(const TrainerOptions& opt) {
     tokens += I * T;
     const double dt = Seconds(t0, Clock::now());
     const double tps = static_cast<double>(I * T) / dt;
-    const double mfu = flops_per_token * tps / peak;
+    // R ranks run on R times the hardware whose GEMM rate `peak` is (one process's).
+    const double mfu = flops_per_token * tps / (peak * static_cast<double>(opt.world));
     ++steps_run;
     sum_tps += tps;
     sum_mfu += mfu;
