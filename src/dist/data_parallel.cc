@@ -1,5 +1,7 @@
 #include "dist/data_parallel.h"
 
+#include <chrono>
+#include <cstdio>
 #include <vector>
 
 #include "core/error.h"
@@ -10,6 +12,21 @@ namespace replica::dist {
 DataParallel::DataParallel(Communicator& comm, const RunConfig& config)
     : comm_(comm) {
   RequireRankIndependentBatch(config.NumMicroBatches(), comm.world());
+}
+
+namespace {
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+DataParallel::~DataParallel() {
+  if (comm_.rank() != 0 || steps_ == 0) return;
+  std::fprintf(stderr,
+               "[dist] rank 0 of %d: %lld steps; gradient reduce-scatter + norm %.3f s/step, "
+               "ZeRO-1 update + parameter all-gather %.3f s/step\n",
+               comm_.world(), static_cast<long long>(steps_), reduce_s_ / static_cast<double>(steps_),
+               step_s_ / static_cast<double>(steps_));
 }
 
 Zero1AdamW& DataParallel::zero() {
@@ -27,15 +44,21 @@ int64_t DataParallel::SumTokens(int64_t local) {
 }
 
 double DataParallel::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) {
+  const double t0 = Now();
   std::vector<double> v(scalars.begin(), scalars.end());
   TreeAllReduce(comm_, v);
   for (size_t i = 0; i < v.size(); ++i) scalars[i] = v[i];
-  return zero().ReduceGradients(grads);
+  const double norm = zero().ReduceGradients(grads);
+  reduce_s_ += Now() - t0;
+  ++steps_;
+  return norm;
 }
 
 void DataParallel::OptimizerStep(FlatBuffer& params, const FlatBuffer& grads, double lr,
                                  double grad_coef) {
+  const double t0 = Now();
   zero().Step(params, grads, lr, grad_coef);
+  step_s_ += Now() - t0;
 }
 
 void DataParallel::AdoptOptimizer(const ParamLayout& layout, AdamW& adam) {

@@ -7,6 +7,7 @@
 //   OptimizerStep    ZeRO-1 AdamW on this rank's shard + all-gather of the parameters (zero1.h);
 //   Adopt/GatherOptimizer  move Adam m, v, t between the trainer's full-size AdamW (what checkpoints
 //                    read and write, on rank 0) and the per-rank shards.
+// Rank 0 reports at the end how much wall time went into the collectives, to read strong scaling.
 // Everything is bit-identical to the single-process TrainStep for any power-of-two R that divides
 // a power-of-two micro-batch count (RequireRankIndependentBatch, checked by the constructor).
 #pragma once
@@ -25,6 +26,8 @@ class DataParallel final : public RankReducer {
   // Error (naming the config keys) when the config's global batch cannot be shared by
   // comm.world() ranks with rank-count-independent results.
   DataParallel(Communicator& comm, const RunConfig& config);
+  // Rank 0 prints where the data-parallel time went (stderr, one line).
+  ~DataParallel() override;
 
   int64_t SumTokens(int64_t local) override;
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) override;
@@ -37,6 +40,10 @@ class DataParallel final : public RankReducer {
   Zero1AdamW& zero();
   Communicator& comm_;
   std::unique_ptr<Zero1AdamW> zero_;
+  // Wall seconds inside ReduceGradients (reduce-scatter, loss all-reduce, norm: includes waiting
+  // for the slowest rank) and OptimizerStep (shard update + all-gather), and the steps counted.
+  double reduce_s_ = 0, step_s_ = 0;
+  int64_t steps_ = 0;
 };
 
 }  // namespace replica::dist
