@@ -80,6 +80,7 @@ class RunLog {
     }
     if (to_file) ToFile(s);
   }
+  bool tty() const { return enabled_ && tty_; }
   void EndProgress() {
     if (live_) std::fprintf(stderr, "\n");
     live_ = false;
@@ -156,6 +157,18 @@ TrainSummary Train(const TrainerOptions& opt) {
   const int64_t local_micro = local_instances / mu;
 
   SetNumThreads(static_cast<int>(cfg.train.threads));
+  // Data first: a bad file list fails before anything is written.
+  const std::shared_ptr<const data::InstanceDataset> dataset = OpenTrainingData(cfg);
+  data::LoaderOptions lopt;
+  lopt.seed = static_cast<uint64_t>(cfg.data.seed);
+  lopt.global_batch_instances = static_cast<uint64_t>(I);
+  lopt.rank = static_cast<uint64_t>(opt.rank);
+  lopt.world = static_cast<uint64_t>(opt.world);
+  data::DataLoader loader(dataset, lopt);
+  Require(loader.batches_per_epoch() > 0,
+          "data: {} instances of {} tokens in {}, fewer than one global batch of {}",
+          dataset->num_instances(), T, DescribeTrainingData(cfg), I);
+
   fs::create_directories(opt.run_dir);
   // Data parallelism: rank 0 alone writes the run directory (log, config, metrics, checkpoints).
   const bool writer = opt.rank == 0;
@@ -199,18 +212,6 @@ TrainSummary Train(const TrainerOptions& opt) {
                            saved->micro_batch_instances, mu));
   }
   if (writer) WriteRunConfig(opt.run_dir, cfg);
-
-  // --- data ---
-  const std::shared_ptr<const data::InstanceDataset> dataset = OpenTrainingData(cfg);
-  data::LoaderOptions lopt;
-  lopt.seed = static_cast<uint64_t>(cfg.data.seed);
-  lopt.global_batch_instances = static_cast<uint64_t>(I);
-  lopt.rank = static_cast<uint64_t>(opt.rank);
-  lopt.world = static_cast<uint64_t>(opt.world);
-  data::DataLoader loader(dataset, lopt);
-  Require(loader.batches_per_epoch() > 0,
-          "data: {} instances of {} tokens in {}, fewer than one global batch of {}",
-          dataset->num_instances(), T, DescribeTrainingData(cfg), I);
 
   // --- model and optimizer ---
   Olmo3Model model(cfg.model, mu, T);
@@ -361,8 +362,10 @@ TrainSummary Train(const TrainerOptions& opt) {
                            "{} sigma of the last {} steps)",
                            s, loss, grad_norm, cfg.train.skip_step.sigma,
                            cfg.train.skip_step.window));
-    if (opt.progress && (s % cfg.train.log_interval == 0 || s == cfg.train.max_steps ||
-                         steps_run == 1)) {
+    // A terminal gets the line redrawn every step; logs get it every log_interval steps.
+    const bool at_interval =
+        s % cfg.train.log_interval == 0 || s == cfg.train.max_steps || steps_run == 1;
+    if (opt.progress && (at_interval || log.tty())) {
       const double elapsed = Seconds(loop_start, Clock::now());
       const double eta = elapsed / static_cast<double>(steps_run) *
                          static_cast<double>(cfg.train.max_steps - s);
@@ -370,7 +373,7 @@ TrainSummary Train(const TrainerOptions& opt) {
                                "tok/s | MFU {:.1f}% | ETA {}",
                                s, cfg.train.max_steps, loss, grad_norm, lr, tps, 100 * mfu,
                                Duration(eta)),
-                   /*to_file=*/true);
+                   /*to_file=*/at_interval);
     }
 
     const bool last = s == cfg.train.max_steps;
