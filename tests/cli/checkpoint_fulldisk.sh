@@ -30,7 +30,7 @@ model: {model_type: olmo3, vocab_size: 384, hidden_size: 64, intermediate_size: 
         num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1.0e-6,
         rope_theta: 500000, sliding_window: 16, max_position_embeddings: 64, pad_token_id: 383,
         eos_token_id: 382, bos_token_id: null}
-data: {paths: [tokens.npy], seq_len: 32, seed: 7, work_dir: cache}
+data: {paths: [tokens.npy], seq_len: 32, seed: 7}
 train: {max_steps: 8, global_batch_instances: 4, micro_batch_instances: 2, threads: 1}
 optim: {lr: 1.0e-2, schedule: {type: cosine, warmup: 2, alpha_f: 0.1, t_max: 8}}
 checkpoint: {interval: 4, keep: 1}

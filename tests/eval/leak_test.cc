@@ -6,6 +6,7 @@
 // step, the instance and the item. On the clean configuration both report zero.
 // Tokens: training text uses ids 25000..49999, held-out documents 100..24999, EOS = 1, so the
 // only shared spans are the injected documents and the ground truth is exact.
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -52,7 +53,8 @@ std::vector<uint64_t> WriteTokens(const std::string& path, const std::vector<con
 class LeakTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/leak_test";
+    // One directory per test process: ctest -j runs the cases of this fixture concurrently.
+    dir_ = ::testing::TempDir() + "/leak_test_" + std::to_string(::getpid());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     std::mt19937_64 rng(2024);
