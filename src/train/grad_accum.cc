@@ -48,6 +48,15 @@ TreeAccumulator::TreeAccumulator(size_t floats, int64_t count) : floats_(floats)
   Require(count >= 1, "gradient accumulation: need at least one micro-batch, got {}", count);
 }
 
+void TreeAccumulator::Reset(int64_t count) {
+  Require(count >= 1, "gradient accumulation: need at least one micro-batch, got {}", count);
+  count_ = count;
+  added_ = 0;
+  stack_.clear();
+  free_.clear();
+  for (size_t b = pool_.size(); b-- > 0;) free_.push_back(b);
+}
+
 size_t TreeAccumulator::TakeBuffer() {
   if (!free_.empty()) {
     size_t b = free_.back();

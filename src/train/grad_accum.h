@@ -39,6 +39,9 @@ class TreeAccumulator {
   using Scalars = std::array<double, kScalars>;
 
   TreeAccumulator(size_t floats, int64_t count);
+  // Starts a new sum of `count` leaves, keeping the spare buffers allocated so far (a training
+  // step then allocates nothing).
+  void Reset(int64_t count);
 
   // Adds leaf number `added()` whose gradient is in `g`. When it is the last leaf, `g` and the
   // returned scalars hold the totals; otherwise the caller may overwrite `g` afterwards.

@@ -14,7 +14,8 @@ TrainStep::TrainStep(Olmo3Model& model, AdamW& adam, SkipStepRule& skip,
       skip_(skip),
       mu_(micro_batch_instances),
       zmul_(z_loss_multiplier),
-      reducer_(reducer) {
+      reducer_(reducer),
+      acc_(model.grads().size(), 1) {
   Require(mu_ >= 1, "train step: micro-batch size must be >= 1, got {}", mu_);
 }
 
@@ -36,19 +37,19 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   labels_.resize(ids_.size());
   const size_t row_bytes = static_cast<size_t>(T) * sizeof(int32_t);
   FlatBuffer& grads = model_.grads();
-  TreeAccumulator acc(grads.size(), m);
+  acc_.Reset(m);
+  if (static_cast<int64_t>(order_.size()) != m) order_ = MicroBatchOrder(m);
   TreeAccumulator::Scalars sums{};
-  for (int64_t k : MicroBatchOrder(m)) {
-    const std::vector<int64_t> pos = MicroBatchPositions(k, m, mu_);
+  for (int64_t k : order_) {
     for (int64_t i = 0; i < mu_; ++i) {
-      const int64_t r = pos[static_cast<size_t>(i)];
+      const int64_t r = k + m * i;  // MicroBatchPositions(k, m, mu)
       std::memcpy(ids_.data() + i * T, ids + r * T, row_bytes);
       std::memcpy(labels_.data() + i * T, labels + r * T, row_bytes);
     }
     grads.Zero();
     const LossSums ls =
         model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
-    sums = acc.Add(grads, {ls.ce_sum, ls.lse_sq_sum});
+    sums = acc_.Add(grads, {ls.ce_sum, ls.lse_sq_sum});
   }
   out.grad_norm = reducer_ ? reducer_->ReduceGradients(grads, sums) : GlobalGradNorm(grads);
 

@@ -66,6 +66,8 @@ class TrainStep {
   double zmul_;
   RankReducer* reducer_;
   std::vector<int32_t> ids_, labels_;  // one micro-batch, gathered
+  TreeAccumulator acc_;                // its spare buffers live across steps
+  std::vector<int64_t> order_;         // MicroBatchOrder(m) for the last m
 };
 
 }  // namespace replica

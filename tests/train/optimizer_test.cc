@@ -137,6 +137,22 @@ TEST(SkipStep, InactiveUntilMinHistoryThenSkipsOutliers) {
   EXPECT_EQ(r5.Observe(3.2, 1.0), SkipStepRule(r4).Observe(3.2, 1.0));
 }
 
+TEST(GradAccum, ResetReusesBuffers) {
+  TreeAccumulator acc(8, 4);
+  FlatBuffer g(8);
+  float first = 0;
+  for (int round = 0; round < 3; ++round) {
+    if (round) acc.Reset(4);
+    for (int q = 0; q < 4; ++q) {
+      for (size_t i = 0; i < 8; ++i) g.data()[i] = 0.1f * static_cast<float>(q + 1) + 1e-7f * i;
+      acc.Add(g, {});
+    }
+    if (round == 0) first = g.data()[3];
+    EXPECT_EQ(g.data()[3], first);
+    EXPECT_EQ(acc.buffers_allocated(), 2u);
+  }
+}
+
 TEST(GradAccum, MicroBatchOrderAndPositions) {
   EXPECT_EQ(MicroBatchOrder(1), (std::vector<int64_t>{0}));
   EXPECT_EQ(MicroBatchOrder(8), (std::vector<int64_t>{0, 4, 2, 6, 1, 5, 3, 7}));
