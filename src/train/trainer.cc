@@ -271,6 +271,7 @@ TrainSummary Train(const TrainerOptions& opt) {
     checkpoints.emplace(CheckpointWriterOptions{.run_dir = opt.run_dir,
                                                 .keep = static_cast<int>(cfg.checkpoint.keep),
                                                 .background = true});
+    checkpoints->Reserve(layout);  // first-touch the snapshot memory now, not mid-run
   }
   fault::FaultSpec fspec;
   if (cfg.fault.kill_at_step > 0) fspec.kill_at_step = cfg.fault.kill_at_step;
