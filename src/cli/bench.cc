@@ -1,9 +1,10 @@
 // `replica bench`: speed of one training step's forward + backward on a model shape, and its model
 // FLOP utilisation against an fp32 GEMM measured in the same process (DESIGN.md §5, §6).
-// A step = zero the gradients, forward, fused LM head + CE + z-loss, backward (no optimizer: it is
-// a memory-bound pass over the parameters, timed elsewhere). Weights are random (init as training
-// from scratch: N(0, 0.02²) truncated, norms 1), tokens and labels uniform; one warm-up step, then
-// the median of --steps steps.
+// A step = what ../shared/bench/README.md and tools/torch_bench.py call one: zero the gradients,
+// forward, fused LM head + CE + z-loss, backward, global grad-norm clip at 1.0 and AdamW (0.9, 0.95,
+// eps 1e-8, weight decay 0.1 except the embedding); the forward+backward part is also reported on
+// its own. Weights are random (init as training from scratch: N(0, 0.02²) truncated, norms 1),
+// tokens and labels uniform; --warmup untimed steps, then the median of --steps steps.
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,11 +17,13 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/profile.h"
 #include "core/threads.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
 #include "ops/cpu/gemm.h"
 #include "train/init.h"
+#include "train/optimizer.h"
 
 namespace {
 
@@ -71,7 +74,7 @@ PeakGemm MeasurePeak(int64_t n) {
 
 struct BenchArgs {
   std::string config_path;
-  int64_t batch = 4, seq = 1024, steps = 3, peak_size = 2048;
+  int64_t batch = 4, seq = 1024, steps = 3, warmup = 1, peak_size = 2048;
   uint64_t seed = 0;
   int threads = 0;
   bool json = false;
@@ -82,6 +85,7 @@ int RunBench(const BenchArgs& a) {
   Require(a.batch >= 1 && a.seq >= 1, "--batch and --seq must be >= 1 (got {} and {})", a.batch,
           a.seq);
   Require(a.steps >= 1, "--steps must be >= 1 (got {})", a.steps);
+  Require(a.warmup >= 0, "--warmup must be >= 0 (got {})", a.warmup);
   Require(a.peak_size >= 64, "--peak-size must be >= 64 (got {})", a.peak_size);
   replica::SetNumThreads(a.threads);
   const replica::ModelConfig config = replica::ModelConfig::FromHfFile(a.config_path);
@@ -98,23 +102,41 @@ int RunBench(const BenchArgs& a) {
     labels[i] = static_cast<int32_t>(rng() % static_cast<uint64_t>(config.vocab_size));
   }
 
-  std::vector<double> times;
-  double loss = 0;
-  for (int64_t s = 0; s <= a.steps; ++s) {  // step 0 is the warm-up
+  replica::AdamWConfig adamw_config;  // the bench README's step: clip 1.0, AdamW 0.9/0.95/1e-8/0.1
+  replica::AdamW adamw(model.layout(), adamw_config);
+  std::vector<double> times, fwd_bwd_times;
+  double loss = 0, first_loss = 0;
+  for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
+    const bool warm = s < a.warmup;
+    if (s == a.warmup) replica::ProfileReset();  // profile the timed steps only
     auto t0 = Clock::now();
     model.grads().Zero();
     replica::LossSums sums =
         model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5);
+    auto t1 = Clock::now();
+    const double norm = replica::GlobalGradNorm(model.grads());
+    adamw.Step(model.params(), model.grads(), 3e-4,
+               replica::ClipCoefficient(norm, adamw_config.max_grad_norm));
     const double dt = Seconds(t0, Clock::now());
     loss = sums.ce_sum / static_cast<double>(sums.tokens);
-    REPLICA_LOG_INFO("bench step {}{}: {:.3f} s, ce loss {:.4f}", s, s == 0 ? " (warm-up)" : "",
-                     dt, loss);
-    if (s > 0) times.push_back(dt);
+    if (s == 0) first_loss = loss;
+    REPLICA_LOG_INFO("bench step {}{}: {:.3f} s (forward+backward {:.3f} s), ce loss {:.4f}", s,
+                     warm ? " (warm-up)" : "", dt, Seconds(t0, t1), loss);
+    if (!warm) {
+      times.push_back(dt);
+      fwd_bwd_times.push_back(Seconds(t0, t1));
+    }
   }
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t k = sorted.size();
-  const double step = k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t k = v.size();
+    return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+  };
+  const double step = median(times);
+  const double fwd_bwd = median(fwd_bwd_times);
+  const replica::ProfileTotals profile = replica::ProfileSnapshot();
+  double timed_total = 0;
+  for (double t : times) timed_total += t;
 
   const PeakGemm peak = MeasurePeak(a.peak_size);
   const double tokens_per_s = static_cast<double>(N) / step;
@@ -135,18 +157,31 @@ int RunBench(const BenchArgs& a) {
     j["steps"] = a.steps;
     j["threads"] = replica::NumThreads();
     j["step_times_s"] = times;
+    j["forward_backward_s"] = fwd_bwd;
+    j["optimizer_s"] = step - fwd_bwd;
+    j["warmup"] = a.warmup;
+    nlohmann::ordered_json prof;  // seconds per step by kind of work, mean over the timed steps
+    for (int c = 0; c < static_cast<int>(replica::ProfileCategory::kCount); ++c) {
+      const auto cat = static_cast<replica::ProfileCategory>(c);
+      if (profile.Get(cat) > 0)
+        prof[replica::ProfileCategoryName(cat)] = profile.Get(cat) / static_cast<double>(a.steps);
+    }
+    prof["unattributed"] = (timed_total - profile.Sum()) / static_cast<double>(a.steps);
+    j["profile_s_per_step"] = prof;
     j["params"] = config.NumParams();
-    j["ce_loss"] = loss;
+    j["ce_loss"] = first_loss;  // of the random initial weights (about ln V)
+    j["last_ce_loss"] = loss;   // after the steps' AdamW updates on the same batch
     j["peak_gemm"] = {{"size", peak.size},
                       {"tiled_gflops", peak.tiled_gflops},
                       {"openblas_gflops", peak.openblas_gflops}};
     j["model_config"] = a.config_path;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("bench %s: batch %ld x seq %ld, %d threads, %ld steps after 1 warm-up\n",
+    std::printf("bench %s: batch %ld x seq %ld, %d threads, %ld steps after %ld warm-up\n",
                 a.config_path.c_str(), static_cast<long>(B), static_cast<long>(T),
-                replica::NumThreads(), static_cast<long>(a.steps));
-    std::printf("  step time (median)  %.4f s   (forward + backward)\n", step);
+                replica::NumThreads(), static_cast<long>(a.steps), static_cast<long>(a.warmup));
+    std::printf("  step time (median)  %.4f s   (forward + backward %.4f s, clip + AdamW %.4f s)\n",
+                step, fwd_bwd, step - fwd_bwd);
     std::printf("  tokens/s            %.1f\n", tokens_per_s);
     std::printf("  FLOPs/token         %.4g\n", flops_per_token);
     std::printf("  achieved            %.2f GFLOP/s\n", achieved);
@@ -154,19 +189,22 @@ int RunBench(const BenchArgs& a) {
                 peak.peak(), static_cast<long>(peak.size), peak.tiled_gflops,
                 peak.openblas_gflops);
     std::printf("  MFU                 %.3f\n", mfu);
+    std::printf("time by kind over the %ld timed steps:\n%s", static_cast<long>(a.steps),
+                replica::ProfileTable(profile, timed_total).c_str());
   }
   return 0;
 }
 
 replica::cli::CommandRegistration reg(
-    "bench", "time forward+backward steps on a model shape; MFU against a measured fp32 GEMM",
+    "bench", "time training steps (fwd+bwd+clip+AdamW) on a model shape; MFU against a measured fp32 GEMM",
     [](CLI::App& app) -> replica::cli::RunFn {
       auto a = std::make_shared<BenchArgs>();
       app.add_option("--model-config", a->config_path, "Hugging Face config.json of the shape")
           ->required();
       app.add_option("--batch", a->batch, "sequences per step")->capture_default_str();
       app.add_option("--seq", a->seq, "sequence length")->capture_default_str();
-      app.add_option("--steps", a->steps, "timed steps (after one warm-up)")->capture_default_str();
+      app.add_option("--steps", a->steps, "timed steps (median reported)")->capture_default_str();
+      app.add_option("--warmup", a->warmup, "untimed warm-up steps first")->capture_default_str();
       app.add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
       app.add_option("--seed", a->seed, "seed of the random weights and tokens")
           ->capture_default_str();

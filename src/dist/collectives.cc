@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/profile.h"
 #include "core/error.h"
 #include "train/optimizer.h"
 
@@ -33,6 +34,7 @@ void AllGatherSegments(Communicator& comm, char* base, const std::vector<size_t>
 }  // namespace
 
 void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan) {
+  ProfileScope profile_scope(ProfileCategory::kReduce);
   CheckPlan(comm, plan);
   const int r = comm.rank(), world = comm.world();
   if (world == 1) return;
@@ -66,6 +68,7 @@ void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan) {
 }
 
 void AllGatherShards(Communicator& comm, float* buf, const ShardPlan& plan) {
+  ProfileScope profile_scope(ProfileCategory::kReduce);
   CheckPlan(comm, plan);
   if (comm.world() == 1) return;
   std::vector<size_t> offsets(static_cast<size_t>(comm.world()) + 1);
@@ -88,6 +91,7 @@ void TreeAllReduce(Communicator& comm, std::vector<double>& values) {
 }
 
 double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& plan) {
+  ProfileScope profile_scope(ProfileCategory::kOptimizer);
   CheckPlan(comm, plan);
   const int r = comm.rank(), world = comm.world();
   std::vector<double> partials(plan.num_blocks());

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/profile.h"
 #include "core/error.h"
 #include "ops/cpu/attention.h"
 #include "ops/cpu/cross_entropy.h"
@@ -47,6 +48,7 @@ class Arena {
 };
 
 void Zero(float* p, int64_t n) {
+  ProfileScope profile_scope(ProfileCategory::kZero);
   constexpr int64_t kBlock = 1 << 16;
 #pragma omp parallel for schedule(static) if (n > kBlock)
   for (int64_t i = 0; i < n; i += kBlock) std::memset(p + i, 0, std::min(kBlock, n - i) * 4);

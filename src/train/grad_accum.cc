@@ -1,7 +1,9 @@
 #include "train/grad_accum.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "core/profile.h"
 #include "core/error.h"
 
 namespace replica {
@@ -36,12 +38,26 @@ std::vector<int64_t> MicroBatchPositions(int64_t j, int64_t m, int64_t mu) {
 }
 
 void AddInto(FlatBuffer& a, const FlatBuffer& b) {
+  ProfileScope profile_scope(ProfileCategory::kReduce);
   Require(a.size() == b.size(), "gradient sum: buffer sizes differ ({} vs {})", a.size(), b.size());
   float* x = a.data();
   const float* y = b.data();
   const int64_t n = static_cast<int64_t>(a.size());
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) x[i] = y[i] + x[i];
+}
+
+// dst = src; src = 0, in one parallel pass.
+void MoveAndZero(float* dst, float* src, size_t n) {
+  ProfileScope profile_scope(ProfileCategory::kReduce);
+  constexpr int64_t kBlock = 1 << 14;
+  const int64_t total = static_cast<int64_t>(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < total; i += kBlock) {
+    const size_t k = static_cast<size_t>(std::min(kBlock, total - i));
+    std::memcpy(dst + i, src + i, k * sizeof(float));
+    std::memset(src + i, 0, k * sizeof(float));
+  }
 }
 
 TreeAccumulator::TreeAccumulator(size_t floats, int64_t count) : floats_(floats), count_(count) {
@@ -85,7 +101,7 @@ TreeAccumulator::Scalars TreeAccumulator::Add(FlatBuffer& g, Scalars s) {
   ++added_;
   if (!last) {
     size_t b = TakeBuffer();
-    std::memcpy(pool_[b].data(), g.data(), floats_ * sizeof(float));
+    MoveAndZero(pool_[b].data(), g.data(), floats_);
     stack_.push_back({level, b, s});
   }
   return s;

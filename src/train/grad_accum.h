@@ -44,7 +44,8 @@ class TreeAccumulator {
   void Reset(int64_t count);
 
   // Adds leaf number `added()` whose gradient is in `g`. When it is the last leaf, `g` and the
-  // returned scalars hold the totals; otherwise the caller may overwrite `g` afterwards.
+  // returned scalars hold the totals; otherwise `g` is left all zero (its values moved into a
+  // spare buffer in the same pass), ready for the next leaf to accumulate into.
   Scalars Add(FlatBuffer& g, Scalars scalars);
   int64_t added() const { return added_; }
   size_t buffers_allocated() const { return pool_.size(); }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/profile.h"
 #include "core/error.h"
+#include "ops/cpu/adamw.h"
 
 namespace replica {
 
@@ -24,6 +26,7 @@ std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end)
 }
 
 double GlobalGradNorm(const FlatBuffer& grads) {
+  ProfileScope profile_scope(ProfileCategory::kOptimizer);
   double total = 0;
   for (double p : GradSquarePartials(grads.data(), 0, grads.size())) total += p;
   return std::sqrt(total);
@@ -50,6 +53,7 @@ std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& c
 void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
                       const float* grads, float* m, float* v, size_t begin, size_t end,
                       const AdamWConfig& c, double lr, double grad_coef, int64_t step) {
+  ProfileScope profile_scope(ProfileCategory::kOptimizer);
   const double b1 = c.beta1, b2 = c.beta2, eps = c.eps;
   const double bias1 = 1.0 - std::pow(b1, static_cast<double>(step));
   const double bias2_sqrt = std::sqrt(1.0 - std::pow(b2, static_cast<double>(step)));
@@ -60,20 +64,17 @@ void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& deca
     const size_t hi = std::min(end, views[vi].offset + views[vi].numel);
     if (lo >= hi) continue;
     const double keep = 1.0 - lr * decay[vi];
-    float* p = params;
-    const float* g = grads;
+    const AdamWCoefficients coefs{grad_coef, keep, b1, b2, step_size, bias2_sqrt, eps};
     float* mm = m - begin;  // indexable by absolute offset
     float* vv = v - begin;
+    // Fixed-size chunks, each updated by one thread; the update is elementwise, so the split
+    // changes no bit (ops/cpu/adamw.h).
+    constexpr int64_t kChunk = 1 << 14;
+    const int64_t lo_i = static_cast<int64_t>(lo), n = static_cast<int64_t>(hi - lo);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = static_cast<int64_t>(lo); i < static_cast<int64_t>(hi); ++i) {
-      const double gi = static_cast<double>(g[i]) * grad_coef;
-      double pi = static_cast<double>(p[i]) * keep;
-      const double mi = b1 * static_cast<double>(mm[i]) + (1.0 - b1) * gi;
-      const double vi2 = b2 * static_cast<double>(vv[i]) + (1.0 - b2) * gi * gi;
-      pi = pi - step_size * mi / (std::sqrt(vi2) / bias2_sqrt + eps);
-      p[i] = static_cast<float>(pi);
-      mm[i] = static_cast<float>(mi);
-      vv[i] = static_cast<float>(vi2);
+    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+      const int64_t i = lo_i + c0;
+      AdamWElements(params + i, grads + i, mm + i, vv + i, std::min(kChunk, n - c0), coefs);
     }
   }
 }

@@ -1,8 +1,10 @@
 #include "train/train_step.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/profile.h"
 
 namespace replica {
 
@@ -18,6 +20,20 @@ TrainStep::TrainStep(Olmo3Model& model, AdamW& adam, SkipStepRule& skip,
       acc_(model.grads().size(), 1) {
   Require(mu_ >= 1, "train step: micro-batch size must be >= 1, got {}", mu_);
 }
+
+namespace {
+
+void ZeroGradients(FlatBuffer& g) {
+  ProfileScope profile_scope(ProfileCategory::kZero);
+  constexpr int64_t kBlock = 1 << 16;
+  const int64_t n = static_cast<int64_t>(g.size());
+  float* p = g.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i += kBlock)
+    std::memset(p + i, 0, static_cast<size_t>(std::min(kBlock, n - i)) * sizeof(float));
+}
+
+}  // namespace
 
 StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t rows, int64_t T,
                            double lr) {
@@ -40,13 +56,13 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   acc_.Reset(m);
   if (static_cast<int64_t>(order_.size()) != m) order_ = MicroBatchOrder(m);
   TreeAccumulator::Scalars sums{};
+  ZeroGradients(grads);  // later micro-batches find it zeroed by the accumulator
   for (int64_t k : order_) {
     for (int64_t i = 0; i < mu_; ++i) {
       const int64_t r = k + m * i;  // MicroBatchPositions(k, m, mu)
       std::memcpy(ids_.data() + i * T, ids + r * T, row_bytes);
       std::memcpy(labels_.data() + i * T, labels + r * T, row_bytes);
     }
-    grads.Zero();
     const LossSums ls =
         model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
     sums = acc_.Add(grads, {ls.ce_sum, ls.lse_sq_sum});

@@ -12,6 +12,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/profile.h"
 #include "core/log.h"
 #include "core/threads.h"
 #include "data/loader.h"
@@ -138,7 +139,8 @@ nlohmann::json TrainSummary::ToJson() const {
           {"mean_tokens_per_s", mean_tokens_per_s},
           {"mean_mfu", mean_mfu},
           {"peak_flops", peak_flops},
-          {"last_checkpoint", last_checkpoint}};
+          {"last_checkpoint", last_checkpoint},
+          {"step_profile", step_profile}};
 }
 
 TrainSummary Train(const TrainerOptions& opt) {
@@ -293,9 +295,10 @@ TrainSummary Train(const TrainerOptions& opt) {
       flops_per_token / 1e9, peak / 1e9));
 
   TrainStep train_step(model, adam, skip, mu, cfg.train.z_loss_multiplier, opt.reducer);
-  double sum_tps = 0, sum_mfu = 0;
+  double sum_tps = 0, sum_mfu = 0, sum_step_s = 0;
   int64_t steps_run = 0;
   const auto loop_start = Clock::now();
+  ProfileTotals step_profile;  // time by kind inside the timed steps (evals and saves excluded)
 
   auto save_checkpoint = [&](int64_t s) {
     TrainState st;
@@ -320,10 +323,16 @@ TrainSummary Train(const TrainerOptions& opt) {
   while (step < cfg.train.max_steps) {
     const int64_t s = step + 1;
     const auto t0 = Clock::now();
-    const data::RankBatch batch = loader.Next();
-    if (opt.on_batch)  // leak guard (issue 5)
+    const ProfileTotals p0 = ProfileSnapshot();
+    const data::RankBatch batch = [&] {
+      ProfileScope scope(ProfileCategory::kData);
+      return loader.Next();
+    }();
+    if (opt.on_batch) {  // leak guard (issue 5)
+      ProfileScope scope(ProfileCategory::kLeakGuard);
       opt.on_batch(s, batch.instances, batch.input_ids.data(),
                    static_cast<int64_t>(batch.instances.size()), T);
+    }
 
     const double lr = LrAt(cfg.optim.schedule, cfg.optim.lr, s);
     const StepOutcome o = train_step.Run(batch.input_ids.data(), batch.labels.data(),
@@ -333,6 +342,12 @@ TrainSummary Train(const TrainerOptions& opt) {
     step = s;
     tokens += I * T;
     const double dt = Seconds(t0, Clock::now());
+    if (steps_run > 0) {  // the first step (one-time allocations, cold caches) is left out
+      const ProfileTotals p1 = ProfileSnapshot();
+      for (size_t k = 0; k < p1.seconds.size(); ++k)
+        step_profile.seconds[k] += p1.seconds[k] - p0.seconds[k];
+      sum_step_s += dt;
+    }
     const double tps = static_cast<double>(I * T) / dt;
     // R ranks run on R times the hardware whose GEMM rate `peak` is (one process's).
     const double mfu = flops_per_token * tps / (peak * static_cast<double>(opt.world));
@@ -382,6 +397,7 @@ TrainSummary Train(const TrainerOptions& opt) {
                           ((cfg.eval.interval > 0 && s % cfg.eval.interval == 0) || last);
     if (eval_due) {
       const auto e0 = Clock::now();
+      ProfileScope scope(ProfileCategory::kEval);
       nlohmann::json result = opt.eval(s, model);
       if (result.is_object() && !result.empty()) {
         metrics->Write(EncodeNonFinite({{"step", s}, {"eval", result}}));
@@ -390,8 +406,10 @@ TrainSummary Train(const TrainerOptions& opt) {
       }
     }
     fault::MaybeKill(fault::FaultPoint::kStep, s);
-    if ((cfg.checkpoint.interval > 0 && s % cfg.checkpoint.interval == 0) || last)
+    if ((cfg.checkpoint.interval > 0 && s % cfg.checkpoint.interval == 0) || last) {
+      ProfileScope scope(ProfileCategory::kCheckpoint);
       save_checkpoint(s);
+    }
   }
   if (checkpoints) checkpoints->Finish();
   log.EndProgress();
@@ -406,6 +424,17 @@ TrainSummary Train(const TrainerOptions& opt) {
       summary.last_loss, summary.mean_tokens_per_s, 100 * summary.mean_mfu, peak / 1e9,
       summary.skipped_steps, metrics ? metrics->path() : std::string("(rank 0)"),
       summary.last_checkpoint));
+  if (steps_run > 1) {
+    summary.step_profile = {{"steps", steps_run - 1}, {"step_seconds", sum_step_s}};
+    for (int k = 0; k < static_cast<int>(ProfileCategory::kCount); ++k) {
+      const auto c = static_cast<ProfileCategory>(k);
+      if (step_profile.Get(c) > 0) summary.step_profile[ProfileCategoryName(c)] = step_profile.Get(c);
+    }
+    log.Line(fmt::format("time by kind inside training steps {}..{} (this process; the first "
+                         "step is left out):\n{}",
+                         summary.start_step + 2, summary.end_step,
+                         ProfileTable(step_profile, sum_step_s)));
+  }
   return summary;
 }
 

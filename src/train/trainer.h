@@ -59,6 +59,10 @@ struct TrainSummary {
   double first_loss = 0, last_loss = 0;  // of this process's first and last step
   double wall_s = 0, mean_tokens_per_s = 0, mean_mfu = 0, peak_flops = 0;
   std::string last_checkpoint;
+  // Seconds by kind of work (core/profile.h) summed over this process's steps but its first (one-time
+  // allocations), plus "steps" and "step_seconds"; evaluations and checkpoint saves between steps
+  // are not in it.
+  nlohmann::json step_profile = nlohmann::json::object();
   nlohmann::json ToJson() const;
 };
 

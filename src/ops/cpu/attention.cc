@@ -32,6 +32,7 @@
 #include <type_traits>
 
 #include "ops/cpu/attention.h"
+#include "core/profile.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace replica {
@@ -616,6 +617,7 @@ HWY_EXPORT(BackwardImpl);
 
 void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
                       float* out, float* lse) {
+  ProfileScope profile_scope(ProfileCategory::kAttention);
   ValidateAttentionShape(s);
   HWY_DYNAMIC_DISPATCH(ForwardImpl)(s, q, k, v, out, lse);
 }
@@ -623,6 +625,7 @@ void AttentionForward(const AttentionShape& s, const float* q, const float* k, c
 void AttentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
                        float* dv) {
+  ProfileScope profile_scope(ProfileCategory::kAttention);
   ValidateAttentionShape(s);
   HWY_DYNAMIC_DISPATCH(BackwardImpl)(s, q, k, v, out, lse, dout, dq, dk, dv, 0);
 }
@@ -631,6 +634,7 @@ void AttentionBackwardWithScheme(const AttentionShape& s, const float* q, const 
                                  const float* v, const float* out, const float* lse,
                                  const float* dout, float* dq, float* dk, float* dv,
                                  AttentionBackwardScheme scheme) {
+  ProfileScope profile_scope(ProfileCategory::kAttention);
   ValidateAttentionShape(s);
   HWY_DYNAMIC_DISPATCH(BackwardImpl)
   (s, q, k, v, out, lse, dout, dq, dk, dv, static_cast<int>(scheme));

@@ -1,4 +1,5 @@
 #include "ops/cpu/cross_entropy.h"
+#include "core/profile.h"
 #include "ops/cpu/parallel.h"
 
 #include <algorithm>
@@ -7,21 +8,13 @@
 
 #include "core/error.h"
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/softmax_rows.h"
 
 namespace replica {
 namespace {
 
-// Max of a row and Σ exp(l - max) accumulated in double; lse = max + log(sum).
-void RowMaxSum(const float* l, int64_t V, float* max_out, double* sum_out) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t v = 0; v < V; ++v) m = std::max(m, l[v]);
-  double sum = 0;
-  for (int64_t v = 0; v < V; ++v) sum += std::exp(l[v] - m);
-  *max_out = m;
-  *sum_out = sum;
-}
-
-// Logits of rows [r0, r0 + rows) into the workspace, then per-row lse and CE.
+// Logits of rows [r0, r0 + rows) into the workspace, then per-row lse and CE. Each row of the
+// buffer is left holding exp(logit - shift), shift near the row max (ops/cpu/softmax_rows.h), which the backward scales into dlogits.
 void ChunkForward(const float* x, const float* W, const int32_t* labels, int64_t r0, int64_t rows,
                   int64_t D, int64_t V, LmHeadWorkspace& ws) {
   float* logits = ws.logits();
@@ -33,11 +26,15 @@ void ChunkForward(const float* x, const float* W, const int32_t* labels, int64_t
       ws.lse()[i] = ws.ce()[i] = 0;
       continue;
     }
-    const float* l = logits + i * V;
-    RowMaxSum(l, V, &ws.row_max()[i], &ws.row_sum()[i]);
-    const double lse = static_cast<double>(ws.row_max()[i]) + std::log(ws.row_sum()[i]);
+    float* l = logits + i * V;
+    const float label_logit = l[y];
+    float m;  // the softmax shift: the row max, or within kShiftHeadroom below it
+    const double sum = ExpSumAutoShiftInPlace(l, V, &m);  // Σ exp(l - m), fixed order, double
+    ws.row_max()[i] = m;
+    ws.row_sum()[i] = sum;
+    const double lse = static_cast<double>(m) + std::log(sum);
     ws.lse()[i] = lse;
-    ws.ce()[i] = lse - static_cast<double>(l[y]);
+    ws.ce()[i] = lse - static_cast<double>(label_logit);
   }
 }
 
@@ -63,10 +60,24 @@ LmHeadWorkspace::LmHeadWorkspace(int64_t max_rows, int64_t vocab, int64_t scratc
   ce_.resize(static_cast<size_t>(chunk_rows_));
   sum_.resize(static_cast<size_t>(chunk_rows_));
   max_.resize(static_cast<size_t>(chunk_rows_));
+  coef_.resize(static_cast<size_t>(chunk_rows_));
+}
+
+float* LmHeadWorkspace::scaled_x(int64_t D) {
+  const size_t n = static_cast<size_t>(chunk_rows_ * D);
+  if (scaled_x_.size() < n) scaled_x_.resize(n);  // once: the first backward
+  return scaled_x_.data();
+}
+
+float* LmHeadWorkspace::e_times_w(int64_t D) {
+  const size_t n = static_cast<size_t>(chunk_rows_ * D);
+  if (e_times_w_.size() < n) e_times_w_.resize(n);
+  return e_times_w_.data();
 }
 
 CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t* labels,
                                    int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws) {
+  ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
   Require(V == ws.vocab(), "LM head: vocab {} does not match workspace {}", V, ws.vocab());
   CrossEntropySums sums;
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
@@ -81,32 +92,55 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
                                            int64_t N, int64_t D, int64_t V, double grad_scale,
                                            double z_mul, LmHeadWorkspace& ws, float* dx,
                                            float* dW) {
+  ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
   Require(V == ws.vocab(), "LM head: vocab {} does not match workspace {}", V, ws.vocab());
   CrossEntropySums sums;
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
     ChunkForward(x, W, labels, r0, rows, D, V, ws);
     AddChunkSums(labels, r0, rows, ws, sums);
-    float* dl = ws.logits();  // logits become dlogits in place
-#pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
+    // dlogits = coef_row · e_row − grad_scale · onehot(y_row), where e_row = exp(l − shift) is what
+    // the forward left in the buffer and coef_row = grad_scale (1 + 2 z lse) / Σ e folds the
+    // normalisation and z-loss into one per-row factor. The factor is moved to the small [rows, D]
+    // side so the [rows, V] buffer is never rewritten, and the label's entry is taken out of the
+    // buffer and handled on its own as d_y = coef·e_y − grad_scale, rounded as one fp32 value (it
+    // is where a confident prediction cancels, so it must not be split into two large terms):
+    //   dx_row += coef_row · (e' W)_row + d_y · W[y_row]
+    //   dW     += e'ᵀ (coef ⊙ x)      + Σ_rows d_y · onehot(y_row)ᵀ x_row     (e' = e, e'_y = 0)
+    float* e = ws.logits();
+    float* xs = ws.scaled_x(D);   // [rows, D] coef_row · x_row
+    float* ew = ws.e_times_w(D);  // [rows, D] (e' W)_row
+    const float gs = static_cast<float>(grad_scale);
     for (int64_t i = 0; i < rows; ++i) {
-      float* l = dl + i * V;
       const int32_t y = labels[r0 + i];
+      float coef = 0.0f, dy = 0.0f;
       if (y == kIgnoreLabel) {
-        std::fill(l, l + V, 0.0f);
-        continue;
+        std::fill(e + i * V, e + (i + 1) * V, 0.0f);  // the forward left raw logits there
+      } else {
+        coef = static_cast<float>(grad_scale * (1.0 + 2.0 * z_mul * ws.lse()[i]) / ws.row_sum()[i]);
+        dy = coef * e[i * V + y] - gs;
+        e[i * V + y] = 0.0f;
       }
-      // softmax = exp(l - max) / sum, with the exponent taken exactly as in the forward; the
-      // normalisation folds into one per-row factor computed in double.
-      const double lse = ws.lse()[i];
-      const float m = ws.row_max()[i];
-      const float coef =
-          static_cast<float>(grad_scale * (1.0 + 2.0 * z_mul * lse) / ws.row_sum()[i]);
-      for (int64_t v = 0; v < V; ++v) l[v] = coef * std::exp(l[v] - m);
-      l[y] -= static_cast<float>(grad_scale);
+      ws.row_coef()[i] = dy;
+      for (int64_t k = 0; k < D; ++k) xs[i * D + k] = coef * x[(r0 + i) * D + k];
     }
-    Sgemm(false, false, rows, D, V, 1.0f, dl, V, W, D, 1.0f, dx + r0 * D, D);
-    Sgemm(true, false, V, D, rows, 1.0f, dl, V, x + r0 * D, D, 1.0f, dW, D);
+    Sgemm(false, false, rows, D, V, 1.0f, e, V, W, D, 0.0f, ew, D);
+    Sgemm(true, false, V, D, rows, 1.0f, e, V, xs, D, 1.0f, dW, D);
+    for (int64_t i = 0; i < rows; ++i) {  // in row order: rows may share a label
+      const int32_t y = labels[r0 + i];
+      if (y == kIgnoreLabel) continue;
+      const float dy = ws.row_coef()[i];
+      const float coef = static_cast<float>(grad_scale * (1.0 + 2.0 * z_mul * ws.lse()[i]) /
+                                            ws.row_sum()[i]);
+      float* dxr = dx + (r0 + i) * D;
+      const float* wy = W + static_cast<int64_t>(y) * D;
+      const float* xr = x + (r0 + i) * D;
+      float* dwy = dW + static_cast<int64_t>(y) * D;
+      for (int64_t k = 0; k < D; ++k) {
+        dxr[k] += coef * ew[i * D + k] + dy * wy[k];
+        dwy[k] += dy * xr[k];
+      }
+    }
   }
   return sums;
 }

@@ -1,7 +1,8 @@
 // The LM head fused with cross-entropy and z-loss (DESIGN.md §2.4, §6). Rows (tokens) are processed
 // in chunks: one sgemm makes the logits of a chunk of rows over the whole vocabulary, each row's
-// log-sum-exp and loss are computed from that buffer, the buffer is turned in place into dlogits,
-// and two sgemms push it into dX and dW. The [N, V] logits of a whole batch never exist; the
+// log-sum-exp and loss are computed from that buffer, which is left holding exp(logit - row max);
+// two sgemms push it into dX and dW, with the per-row softmax factor and the label's one-hot term
+// applied on the small [rows, D] side so the [rows, V] buffer is passed over only once more. The [N, V] logits of a whole batch never exist; the
 // scratch is chunk_rows × V. Keeping whole rows in one chunk (rather than vocabulary tiles with an
 // online log-sum-exp) means backward never recomputes logits: the LM head costs exactly 3 GEMMs.
 // Per-row work is owned by one thread, the chunk sums are added in row order in double, and the
@@ -34,12 +35,16 @@ class LmHeadWorkspace {
   double* ce() { return ce_.data(); }
   float* row_max() { return max_.data(); }
   double* row_sum() { return sum_.data(); }  // Σ exp(logit - row_max)
+  float* row_coef() { return coef_.data(); }  // backward's per-row label-entry gradient d_y
+  // Backward scratch of [chunk_rows, D], sized on first use and kept.
+  float* scaled_x(int64_t D);
+  float* e_times_w(int64_t D);
 
  private:
   int64_t chunk_rows_ = 0, vocab_ = 0;
   std::vector<float> logits_;
   std::vector<double> lse_, ce_, sum_;
-  std::vector<float> max_;
+  std::vector<float> max_, coef_, scaled_x_, e_times_w_;
 };
 
 // x [N, D] (the final-normed hidden states); W [V, D] (lm_head, or the tied embedding);

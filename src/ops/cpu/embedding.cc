@@ -1,4 +1,5 @@
 #include "ops/cpu/embedding.h"
+#include "core/profile.h"
 #include "ops/cpu/parallel.h"
 
 #include <omp.h>
@@ -8,6 +9,7 @@
 namespace replica {
 
 void EmbeddingForward(const float* table, const int32_t* tokens, int64_t N, int64_t D, float* out) {
+  ProfileScope profile_scope(ProfileCategory::kEmbedding);
 #pragma omp parallel for schedule(static) if (N * D >= kMinParallelWork)
   for (int64_t i = 0; i < N; ++i) {
     std::memcpy(out + i * D, table + static_cast<int64_t>(tokens[i]) * D, D * sizeof(float));
@@ -16,6 +18,7 @@ void EmbeddingForward(const float* table, const int32_t* tokens, int64_t N, int6
 
 void EmbeddingBackward(const int32_t* tokens, const float* dout, int64_t N, int64_t V, int64_t D,
                        float* dtable) {
+  ProfileScope profile_scope(ProfileCategory::kEmbedding);
 #pragma omp parallel if (N * D >= kMinParallelWork)
   {
     const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();

@@ -1,4 +1,5 @@
 #include "ops/cpu/gemm.h"
+#include "core/profile.h"
 
 #include <cblas.h>
 
@@ -23,6 +24,7 @@ void UseSingleThreadedBlas() {
 void Sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
            int64_t ldc) {
+  ProfileScope profile_scope(ProfileCategory::kGemm);
   if (M <= 0 || N <= 0) return;
   UseSingleThreadedBlas();
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;

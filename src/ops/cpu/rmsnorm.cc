@@ -1,4 +1,5 @@
 #include "ops/cpu/rmsnorm.h"
+#include "core/profile.h"
 #include "ops/cpu/parallel.h"
 
 #include <algorithm>
@@ -34,16 +35,19 @@ void NormRows(const float* x, const float* w, const float* residual, int64_t row
 
 void RMSNormForward(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* y,
                     float* rstd) {
+  ProfileScope profile_scope(ProfileCategory::kNorm);
   NormRows<false>(x, w, nullptr, rows, n, eps, y, rstd);
 }
 
 void RMSNormAddForward(const float* x, const float* w, const float* residual, int64_t rows,
                        int64_t n, double eps, float* y, float* rstd) {
+  ProfileScope profile_scope(ProfileCategory::kNorm);
   NormRows<true>(x, w, residual, rows, n, eps, y, rstd);
 }
 
 void RMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,
                      int64_t rows, int64_t n, float* dx, float* dw) {
+  ProfileScope profile_scope(ProfileCategory::kNorm);
   const double inv_n = 1.0 / static_cast<double>(n);
 #pragma omp parallel for schedule(static) if (rows * n >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {

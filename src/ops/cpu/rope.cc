@@ -1,4 +1,5 @@
 #include "ops/cpu/rope.h"
+#include "core/profile.h"
 #include "ops/cpu/parallel.h"
 
 #include <cmath>
@@ -38,6 +39,7 @@ RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, double theta) {
 
 void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
                  float* y) {
+  ProfileScope profile_scope(ProfileCategory::kRope);
   Require(T <= table.max_positions, "RoPE: sequence length {} exceeds table size {}", T,
           table.max_positions);
   const int64_t hd = table.head_dim, half = hd / 2;
@@ -60,6 +62,7 @@ void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, i
 
 void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T, int64_t heads,
                   float* dx) {
+  ProfileScope profile_scope(ProfileCategory::kRope);
   Require(T <= table.max_positions, "RoPE: sequence length {} exceeds table size {}", T,
           table.max_positions);
   const int64_t hd = table.head_dim, half = hd / 2;
