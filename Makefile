@@ -22,6 +22,7 @@ demo: build
 	bash scripts/demo $(BUILD)
 
 bench: build
+	@bash scripts/setup --with-torch
 	bash scripts/bench $(BUILD)
 
 clean:

@@ -11,6 +11,36 @@ namespace {
 // the thread walks all rows in order.
 constexpr int64_t kColumnTile = 64;
 
+// Σ_j a[j]·b[j] in double over 8 interleaved partial sums (element j into partial j % 8, in
+// increasing j), then added pairwise in a fixed order: 8 independent dependency chains instead of
+// one (a single chain of double adds made these passes latency-bound), the same bits on every
+// machine and thread count.
+constexpr int64_t kPartials = 8;
+inline double PartialsTotal(const double* p) {
+  return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+}
+double SumSquares(const float* a, int64_t n) {
+  double p[kPartials] = {};
+  int64_t j = 0;
+  for (; j + kPartials <= n; j += kPartials) {
+    for (int64_t k = 0; k < kPartials; ++k)
+      p[k] += static_cast<double>(a[j + k]) * static_cast<double>(a[j + k]);
+  }
+  for (; j < n; ++j) p[j % kPartials] += static_cast<double>(a[j]) * static_cast<double>(a[j]);
+  return PartialsTotal(p);
+}
+// Σ_j (float)(w[j]·dy[j]) · x[j] in the same order.
+double WeightedDot(const float* w, const float* dy, const float* x, int64_t n) {
+  double p[kPartials] = {};
+  int64_t j = 0;
+  for (; j + kPartials <= n; j += kPartials) {
+    for (int64_t k = 0; k < kPartials; ++k)
+      p[k] += static_cast<double>(w[j + k] * dy[j + k]) * static_cast<double>(x[j + k]);
+  }
+  for (; j < n; ++j) p[j % kPartials] += static_cast<double>(w[j] * dy[j]) * x[j];
+  return PartialsTotal(p);
+}
+
 template <bool kResidual>
 void NormRows(const float* x, const float* w, const float* residual, int64_t rows, int64_t n,
               double eps, float* y, float* rstd) {
@@ -18,8 +48,7 @@ void NormRows(const float* x, const float* w, const float* residual, int64_t row
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
-    double ss = 0;
-    for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(xr[j]) * xr[j];
+    const double ss = SumSquares(xr, n);
     const float s = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
     rstd[r] = s;
     if constexpr (kResidual) {
@@ -54,8 +83,7 @@ void RMSNormBackward(const float* x, const float* w, const float* rstd, const fl
     const float* xr = x + r * n;
     const float* dyr = dy + r * n;
     float* dxr = dx + r * n;
-    double dot = 0;  // Σ_k w[k] dy[k] x[k]
-    for (int64_t j = 0; j < n; ++j) dot += static_cast<double>(w[j] * dyr[j]) * xr[j];
+    const double dot = WeightedDot(w, dyr, xr, n);  // Σ_k w[k] dy[k] x[k]
     const float s = rstd[r];
     const float c = static_cast<float>(dot * inv_n * s * s * s);
     for (int64_t j = 0; j < n; ++j) dxr[j] += s * (w[j] * dyr[j]) - c * xr[j];
@@ -65,11 +93,20 @@ void RMSNormBackward(const float* x, const float* w, const float* rstd, const fl
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t j0 = t * kColumnTile, j1 = std::min(n, j0 + kColumnTile);
     double acc[kColumnTile] = {};
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * n;
-      const float* dyr = dy + r * n;
-      const float s = rstd[r];
-      for (int64_t j = j0; j < j1; ++j) acc[j - j0] += static_cast<double>(dyr[j] * (xr[j] * s));
+    if (j1 - j0 == kColumnTile) {  // a fixed trip count the compiler vectorises (same order)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * n + j0;
+        const float* dyr = dy + r * n + j0;
+        const float s = rstd[r];
+        for (int64_t j = 0; j < kColumnTile; ++j) acc[j] += static_cast<double>(dyr[j] * (xr[j] * s));
+      }
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * n;
+        const float* dyr = dy + r * n;
+        const float s = rstd[r];
+        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += static_cast<double>(dyr[j] * (xr[j] * s));
+      }
     }
     for (int64_t j = j0; j < j1; ++j) dw[j] += static_cast<float>(acc[j - j0]);
   }
