@@ -154,14 +154,19 @@ std::vector<std::string> PlotRuns(const PlotOptions& options) {
   }
   const size_t train_panels = panels.size();
 
-  // Eval: one panel per metric name, one line per (run, set).
+  // Eval: one panel per metric name, one line per (run, set). Counts that describe the set rather
+  // than the model (documents, tokens, items) stay constant and are not drawn.
+  auto is_set_size = [](const std::string& m) {
+    return m == "docs" || m == "tokens" || m == "truncated_docs" || m == "items" ||
+           m == "skipped_items" || m == "kind";
+  };
   std::map<std::string, std::set<std::string>> sets_by_metric;  // metric -> sets
   for (const Run& r : runs)
     for (const auto& [step, row] : r.log.steps)
       for (const auto& [name, v] : row) {
         if (name.rfind("eval.", 0) != 0 || IsTimingMetric(name)) continue;
         const size_t dot = name.rfind('.');
-        if (dot <= 4) continue;
+        if (dot <= 4 || is_set_size(name.substr(dot + 1))) continue;
         sets_by_metric[name.substr(dot + 1)].insert(name.substr(5, dot - 5));
       }
   for (const auto& [metric, sets] : sets_by_metric) {
