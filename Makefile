@@ -18,7 +18,9 @@ build: setup $(BUILD)/CMakeCache.txt
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: build
+# The demo needs only the binary, not the test and benchmark executables.
+demo: setup $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target replica
 	bash scripts/demo $(BUILD)
 
 bench: build
