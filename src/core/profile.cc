@@ -56,9 +56,15 @@ double ProfileTotals::Sum() const {
   return s;
 }
 
-ProfileTotals ProfileSnapshot() { return g_state.totals; }
+// Only the owner thread reads or writes the totals; other threads (ranks run as threads in tests)
+// see an empty profile and cannot reset it.
+bool IsOwnerThread() { return g_owner.load() == std::this_thread::get_id(); }
 
-void ProfileReset() { g_state.totals = ProfileTotals{}; }
+ProfileTotals ProfileSnapshot() { return IsOwnerThread() ? g_state.totals : ProfileTotals{}; }
+
+void ProfileReset() {
+  if (IsOwnerThread()) g_state.totals = ProfileTotals{};
+}
 
 ProfileScope::ProfileScope(ProfileCategory c)
     : active_(!omp_in_parallel() && OnOwnerThread() && g_state.depth < kMaxDepth) {

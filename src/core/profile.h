@@ -33,7 +33,8 @@ enum class ProfileCategory : int {
 
 const char* ProfileCategoryName(ProfileCategory c);
 
-// Seconds charged to each category since the last ProfileReset().
+// Seconds charged to each category since the last ProfileReset(). Both act only on the thread that
+// is being profiled (the first to open a scope); elsewhere the snapshot is empty.
 struct ProfileTotals {
   std::array<double, static_cast<int>(ProfileCategory::kCount)> seconds{};
   double Get(ProfileCategory c) const { return seconds[static_cast<int>(c)]; }

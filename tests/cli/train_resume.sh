@@ -70,6 +70,9 @@ expect_in_log() {  # expect_in_log <what> <log> <text>
 # Reference: 40 steps straight.
 train "$tmp/A" || { echo "FAIL: straight run exit $?"; cat "$tmp/A.log"; exit 1; }
 [ "$(wc -l < "$tmp/A/metrics.jsonl")" -eq 40 ] || { echo "FAIL: A has not 40 metrics lines"; fail=1; }
+# The end-of-run step profile (docs/bench.md) names the GEMM share and the rest.
+grep -q "time by kind inside training steps" "$tmp/A.log" && grep -q "^  gemm " "$tmp/A.log" \
+  && grep -q "outside GEMM + attention" "$tmp/A.log" || { echo "FAIL: no step profile in A.log"; fail=1; }
 python3 -c "
 import json,sys
 L=[json.loads(l) for l in open('$tmp/A/metrics.jsonl')]
