@@ -1,4 +1,4 @@
-// Contamination-scan throughput (issue 5: >= 100 million training tokens per second per core, one
+// Contamination-scan throughput (target: >= 100 million training tokens per second per core, one
 // probe per s tokens, uint32 tokens in memory / page cache). The index holds realistic eval sets:
 // 1,000 perplexity documents of 512 tokens (13-grams, stride 8) and 2,000 question + answer items
 // of 48 tokens (8-grams, stride 4), i.e. ~560k indexed n-grams. The training stream is 32M random

@@ -1,6 +1,6 @@
 // `replica bench`: speed of one training step's forward + backward on a model shape, and its model
-// FLOP utilisation against an fp32 GEMM measured in the same process (DESIGN.md §5, §6).
-// A step = what ../shared/bench/README.md and tools/torch_bench.py call one: zero the gradients,
+// FLOP utilisation against an fp32 GEMM measured in the same process (docs/design.md §5, §6).
+// A step = what tests/data/bench-shapes/README.md and tools/torch_bench.py call one: zero the gradients,
 // forward, fused LM head + CE + z-loss, backward, global grad-norm clip at 1.0 and AdamW (0.9, 0.95,
 // eps 1e-8, weight decay 0.1 except the embedding); the forward+backward part is also reported on
 // its own. Weights are random (init as training from scratch: N(0, 0.02²) truncated, norms 1),
@@ -23,7 +23,7 @@
 #include "model/olmo3.h"
 #include "ops/cpu/gemm.h"
 #include "train/init.h"
-#include "train/optimizer.h"
+#include "optim/adamw.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 
 #include "cli/command.h"
 #include "eval/eval_gate.h"
-#include "train/compare.h"
-#include "train/metrics_reader.h"
+#include "run/compare.h"
+#include "run/metrics_reader.h"
 
 namespace {
 

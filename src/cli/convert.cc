@@ -8,7 +8,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
-#include "train/checkpoint_convert.h"
+#include "checkpoint/convert.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // `replica data order`: OLMo-core's global instance order for (N, seed, epoch), its digests and
-// one batch split over ranks (DESIGN.md §5); `replica data info`: what a list of token files
+// one batch split over ranks (docs/design.md §5); `replica data info`: what a list of token files
 // holds as a NumpyFSLDataset. Thin: parsing here, the work in src/data/.
 #include <cstdio>
 #include <memory>

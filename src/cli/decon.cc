@@ -1,4 +1,4 @@
-// `replica decon --train TOKENFILES... --eval JSONL... --json` (DESIGN.md §5): scans tokenized
+// `replica decon --train TOKENFILES... --eval JSONL... --json` (docs/design.md §5): scans tokenized
 // training data for registered eval items; exit 1 when more than --threshold items are
 // contaminated. Thin: parsing here, the work in src/eval/decon.*.
 #include <cstdio>

@@ -1,4 +1,4 @@
-// `replica eval --model DIR|CKPT --eval JSONL... --json` (DESIGN.md §5): held-out perplexity and
+// `replica eval --model DIR|CKPT --eval JSONL... --json` (docs/design.md §5): held-out perplexity and
 // multiple-choice metrics of a Hugging Face directory or a replica checkpoint, plus the paired
 // canaries when --canaries is given. Thin: parsing here, the work in src/eval/.
 #include <chrono>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "dist/launch.h"
+#include "parallel/launch.h"
 
 namespace {
 
@@ -41,13 +41,13 @@ replica::cli::CommandRegistration reg(
       app.footer("Exit: 0 when an attempt succeeds, 2 on bad input (not retried), 1 when every "
                  "attempt failed. Log: stderr and RUN/launch.log.");
       return [args] {
-        replica::dist::LaunchOptions o;
-        o.ranks = replica::dist::ParseRankSchedule(args->ranks);
+        replica::parallel::LaunchOptions o;
+        o.ranks = replica::parallel::ParseRankSchedule(args->ranks);
         o.max_retries = args->max_retries;
         o.mpirun = args->mpirun;
         o.mpirun_args = args->mpirun_args;
         o.command = args->command;
-        return replica::dist::Launch(o);
+        return replica::parallel::Launch(o);
       };
     });
 

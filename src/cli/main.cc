@@ -1,4 +1,4 @@
-// replica: one binary, one subcommand per file in src/cli/ (DESIGN.md §5).
+// replica: one binary, one subcommand per file in src/cli/ (docs/design.md §5).
 // Exit codes: 0 success, 1 a check failed, 2 bad input or usage.
 #include <algorithm>
 #include <cstdio>

@@ -1,11 +1,11 @@
 // `replica parity`: logits (and gradients) of replica's model against a reference dump
-// (DESIGN.md §5). Exit 0 when every threshold holds, 1 when one does not, 2 on bad input.
+// (docs/design.md §5). Exit 0 when every threshold holds, 1 when one does not, 2 on bad input.
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
 #include "core/threads.h"
-#include "model/parity.h"
+#include "eval/parity.h"
 
 namespace {
 

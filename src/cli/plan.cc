@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "train/plan.h"
-#include "train/run_config.h"
+#include "run/plan.h"
+#include "run/run_config.h"
 
 namespace {
 

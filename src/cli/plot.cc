@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "train/plot.h"
+#include "run/plot.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // `replica tokenize --tokenizer dolma2 INPUTS... --out DIR`: text / JSONL (.gz/.zst) -> OLMo-core
-// numpy token files plus manifest.json (src/data/tokenize_to_disk.h; docs/tokenizer.md).
+// numpy token files plus manifest.json (src/tokenizer/tokenize_to_disk.h; docs/tokenizer.md).
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -9,8 +9,8 @@
 
 #include "cli/command.h"
 #include "core/threads.h"
-#include "data/tokenize_to_disk.h"
-#include "data/tokenizer_registry.h"
+#include "tokenizer/tokenize_to_disk.h"
+#include "tokenizer/tokenizer_registry.h"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/threads.h"
-#include "data/text_reader.h"
-#include "data/tokenizer_batch.h"
-#include "data/tokenizer_registry.h"
+#include "tokenizer/text_reader.h"
+#include "tokenizer/tokenizer_batch.h"
+#include "tokenizer/tokenizer_registry.h"
 
 namespace {
 

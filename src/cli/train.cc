@@ -7,14 +7,14 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "dist/communicator.h"
-#include "dist/data_parallel.h"
+#include "parallel/communicator.h"
+#include "parallel/data_parallel.h"
 #include "eval/decon.h"
 #include "eval/eval_suite.h"
 #include "eval/leak_guard.h"
 #include "eval/model_loader.h"
 #include "eval/text_encoder.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 #include "train/trainer.h"
 
 namespace {
@@ -40,15 +40,15 @@ replica::cli::CommandRegistration reg(
       return [args] {
         // Data parallelism (docs/distributed.md): under mpirun every rank runs this with its rank
         // and rank 0 alone writes the run directory; started alone, a world-1 job without MPI.
-        auto comm = replica::dist::CommunicatorFromEnvironment();
-        replica::dist::RestrictFaultToRank(*comm);
+        auto comm = replica::parallel::CommunicatorFromEnvironment();
+        replica::parallel::RestrictFaultToRank(*comm);
         replica::TrainerOptions options;
         options.config = replica::RunConfig::Load(args->config, args->sets);
         options.rank = comm->rank();
         options.world = comm->world();
-        std::unique_ptr<replica::dist::DataParallel> parallel;
+        std::unique_ptr<replica::parallel::DataParallel> parallel;
         if (comm->world() > 1) {
-          parallel = std::make_unique<replica::dist::DataParallel>(*comm, options.config);
+          parallel = std::make_unique<replica::parallel::DataParallel>(*comm, options.config);
           options.reducer = parallel.get();
         }
         options.run_dir = args->run_dir;
@@ -70,7 +70,7 @@ replica::cli::CommandRegistration reg(
           options.eval = [suite](int64_t, replica::Olmo3Model& model) {
             return suite->Run(replica::eval::ModelLossFn(model));
           };
-          // Leak guard (issue 5): no training file may be an eval file, and every batch the loader
+          // Leak guard: no training file may be an eval file, and every batch the loader
           // emits is scanned for eval items.
           replica::eval::CheckTrainFilesDisjoint(replica::TrainingFiles(c),
                                                  suite->RegisteredFiles());

@@ -1,4 +1,4 @@
-// Crash-safe file writing (DESIGN.md §2.6): data goes to "<path>.tmp.<pid>", is flushed and
+// Crash-safe file writing (docs/design.md §2.6): data goes to "<path>.tmp.<pid>", is flushed and
 // fsync'ed, then renamed over <path>, and the directory is fsync'ed. A failure (full disk, killed
 // process) leaves either the old file or no file, never a partial one; errors name the path and
 // the OS reason (e.g. "No space left on device").

@@ -1,4 +1,4 @@
-// The one error type of replica (DESIGN.md §2.7). Its message names the file, field or argument and
+// The one error type of replica (docs/design.md §2.7). Its message names the file, field or argument and
 // what was expected; main() prints it and exits 2. Checks that *fail* (parity above a threshold,
 // compare finding a difference) are not errors: commands return exit code 1 for those.
 #pragma once

@@ -1,4 +1,4 @@
-// bf16 and f16 are storage formats only (DESIGN.md §2.4): conversions to and from fp32.
+// bf16 and f16 are storage formats only (docs/design.md §2.4): conversions to and from fp32.
 // To-narrow conversions round to nearest even; NaN stays NaN.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Where a step's wall time goes, by kind of work (issue 7's profile breakdown; docs/bench.md).
+// Where a step's wall time goes, by kind of work (docs/bench.md).
 //
 // A ProfileScope charges the wall time between its construction and destruction to one category,
 // exclusively: time spent in a nested scope (a GEMM inside the fused LM head, say) is charged to

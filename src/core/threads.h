@@ -1,5 +1,5 @@
 // Threads for non-GEMM work (OpenMP, static partition) and the BLAS thread count, set together.
-// Determinism (DESIGN.md §2.3): every output element is written by exactly one thread, and any
+// Determinism (docs/design.md §2.3): every output element is written by exactly one thread, and any
 // reduction runs in a fixed order that does not depend on the number of threads.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The global instance order of OLMo-core's NumpyFSLDataLoader (DESIGN.md §2.5), for one epoch:
+// The global instance order of OLMo-core's NumpyFSLDataLoader (docs/design.md §2.5), for one epoch:
 //   G = arange(N, uint32); Generator(PCG64(seed + epoch)).shuffle(G)
 //   G = G[:I * (N // I)].reshape(N // I, I)          # one row per global batch of I instances
 //   rank r of R in batch b reads G[b, r::R]          # strided, not contiguous

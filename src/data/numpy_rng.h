@@ -1,7 +1,7 @@
 // numpy's default random stack, reproduced bit for bit: SeedSequence (pool size 4) -> PCG64
 // (XSL-RR 128/64) -> Generator.shuffle on a 1-D array. OLMo-core orders its training data with
 // exactly this (get_rng(seed + epoch)), so replica must match it to feed the same instances
-// (DESIGN.md §2.5). The algorithms are spelled out in tests/data/oracles/data-order/README.md;
+// (docs/design.md §2.5). The algorithms are spelled out in tests/data/oracles/data-order/README.md;
 // everything here is unsigned, wrapping arithmetic with no floating point, so results do not
 // depend on compiler or machine.
 #pragma once

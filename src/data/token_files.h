@@ -1,4 +1,4 @@
-// OLMo-core's token files (DESIGN.md §4): raw, headerless, little-endian arrays of token ids
+// OLMo-core's token files (docs/design.md §4): raw, headerless, little-endian arrays of token ids
 // (uint32, or uint16 for vocabularies up to 65536), documents concatenated with EOS. Files are
 // memory-mapped; opening one checks that its size is a whole number of tokens and, when a
 // vocabulary size is given, that every id is below it (one pass at open time, so a bad id is

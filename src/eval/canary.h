@@ -1,4 +1,4 @@
-// Paired canaries (decontamination-and-eval.md §5.2). Set A — random token sequences — is
+// Paired canaries (docs/reference/decontamination-and-eval.md §5.2). Set A — random token sequences — is
 // registered as evaluation data (data/eval/canary_registered.jsonl), so any leak of eval data
 // into training carries it along; its twin B is drawn the same way from a seed derived from A's
 // content and exists nowhere (no file, never in training). Unseen, both cost about the same

@@ -1,4 +1,4 @@
-// `replica decon`: finds registered eval items inside tokenized training data (DESIGN.md §5).
+// `replica decon`: finds registered eval items inside tokenized training data (docs/design.md §5).
 // Items: perplexity documents as their tokens (13-grams), multiple-choice items as the tokens of
 // context + gold choice encoded together, as they would appear in training text (8-grams).
 // The scan probes every s-th position of each training file (ngram_index.h), so any verbatim

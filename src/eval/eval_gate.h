@@ -1,4 +1,4 @@
-// The eval gate of `replica compare` (issue 5, item 6): two runs of the same recipe should reach
+// The eval gate of `replica compare`: two runs of the same recipe should reach
 // the same held-out numbers. A candidate whose held-out metrics are BETTER than the reference's
 // beyond a tolerance is flagged as suspicious (possible contamination), not celebrated; so is a
 // candidate whose canary alarm fired. Worse numbers are compare's business (it reports every

@@ -1,4 +1,4 @@
-// Held-out evaluation sets as read from JSONL (DESIGN.md §4). One file is one set, named by its
+// Held-out evaluation sets as read from JSONL (docs/design.md §4). One file is one set, named by its
 // file name without the .jsonl[.zst|.gz] suffix. Every line is one of:
 //   perplexity document      {"id": ..., "text": "..."}            (or "tokens": [ids] instead of text)
 //   multiple-choice item     {"id": ..., "context": "...", "choices": ["...", ...], "gold": k}

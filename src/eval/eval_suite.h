@@ -1,7 +1,7 @@
 // The evaluation suite a training run (or `replica eval`) runs every eval.interval steps: a list
 // of perplexity and multiple-choice sets plus optional paired canaries, tokenized once at
 // construction and scored through a LossFn at each call. Run() returns the "eval" object of a
-// metrics.jsonl eval line (DESIGN.md §4):
+// metrics.jsonl eval line (docs/design.md §4):
 //   {"<set name>": {kind, ...metrics}, ..., "canary": {registered_ce, twin_ce, gap, z, alarm}}
 // A canary alarm is also logged as a warning. Set names must be unique.
 #pragma once

@@ -4,10 +4,10 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "model/hf_weights.h"
+#include "hf/hf_weights.h"
 #include "model/model_config.h"
-#include "train/checkpoint_format.h"
-#include "train/checkpoint_reader.h"
+#include "checkpoint/format.h"
+#include "checkpoint/reader.h"
 
 namespace replica::eval {
 namespace {

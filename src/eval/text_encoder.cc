@@ -1,8 +1,8 @@
 #include "eval/text_encoder.h"
 
 #include "core/error.h"
-#include "data/tokenizer_dolma2.h"
-#include "data/tokenizer_registry.h"
+#include "tokenizer/tokenizer_dolma2.h"
+#include "tokenizer/tokenizer_registry.h"
 
 namespace replica::eval {
 namespace {

@@ -1,5 +1,5 @@
 // safetensors files (https://github.com/huggingface/safetensors): the container of every weight,
-// reference dump and checkpoint replica reads or writes (DESIGN.md §4).
+// reference dump and checkpoint replica reads or writes (docs/design.md §4).
 //
 // SafetensorsFile memory-maps a file and validates ALL of it up front, as the reference Rust
 // implementation does: header length, JSON, every entry's dtype/shape/data_offsets, sizes, and that

@@ -47,7 +47,7 @@ struct ModelConfig {
   // (lm_head absent when tied).
   ParamLayout BuildLayout() const;
   int64_t NumParams() const;  // 7,298,617,344 for the 7B
-  // DESIGN.md §6: 6·(params excluding the input embedding) + window-aware attention, per token
+  // docs/design.md §6: 6·(params excluding the input embedding) + window-aware attention, per token
   // averaged over a sequence of length T.
   double FlopsPerToken(int64_t seq_len) const;
 };

@@ -1,4 +1,4 @@
-// The Olmo 3 forward and backward (DESIGN.md §3; math in tests/data/olmo3/README.md).
+// The Olmo 3 forward and backward (docs/design.md §3; math in tests/data/olmo3/README.md).
 //
 // One layer's forward is the flat list of op calls in LayerForward; LayerBackward below it is the
 // same list read bottom-up. Every activation the backward needs is saved per layer in one

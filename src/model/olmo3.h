@@ -1,4 +1,4 @@
-// The Olmo 3 decoder on flat buffers (DESIGN.md §2, §3): parameters and gradients each live in one
+// The Olmo 3 decoder on flat buffers (docs/design.md §2, §3): parameters and gradients each live in one
 // FlatBuffer laid out by ModelConfig::BuildLayout(); activations are preallocated for a maximum
 // micro-batch shape, so a step allocates nothing.
 #pragma once

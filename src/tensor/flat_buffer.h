@@ -1,4 +1,4 @@
-// Named views into one contiguous fp32 buffer (DESIGN.md §2.1). Parameters, gradients and Adam m
+// Named views into one contiguous fp32 buffer (docs/design.md §2.1). Parameters, gradients and Adam m
 // and v each live in one FlatBuffer sharing one ParamLayout, so optimizers, clipping, checkpoints
 // and collectives are loops over a float array while the model addresses tensors by HF name.
 #pragma once

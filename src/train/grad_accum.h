@@ -1,4 +1,4 @@
-// Gradient accumulation over micro-batches with a fixed reduction tree (DESIGN.md §2.3), so the
+// Gradient accumulation over micro-batches with a fixed reduction tree (docs/design.md §2.3), so the
 // summed gradient of a global batch has the same bits however its micro-batches are spread over
 // data-parallel ranks.
 //

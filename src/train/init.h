@@ -1,4 +1,4 @@
-// Parameter initialisation as OLMo-core's InitMethod.normal (olmo3-recipe.md §3): every matrix and
+// Parameter initialisation as OLMo-core's InitMethod.normal (docs/reference/olmo3-recipe.md §3): every matrix and
 // the embedding ~ N(0, 0.02²) truncated at ±0.06 (±3σ, absolute, no renormalisation), every RMSNorm
 // weight = 1.
 //

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "data/instance_dataset.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 namespace replica {
 

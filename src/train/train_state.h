@@ -1,4 +1,4 @@
-// The trainer's resume state, stored as a checkpoint's state.json (DESIGN.md §4). Together with the
+// The trainer's resume state, stored as a checkpoint's state.json (docs/design.md §4). Together with the
 // checkpoint's weights and Adam state (m, v, t) it is everything the next step depends on, so a
 // resumed run continues bit for bit:
 //   {"format": "replica-train-state", "version": 1,

@@ -1,4 +1,4 @@
-// One optimizer step of the Olmo 3 recipe (DESIGN.md §3, fixture README "Training run"), shared by
+// One optimizer step of the Olmo 3 recipe (docs/design.md §3, fixture README "Training run"), shared by
 // the trainer and the fixture-trajectory tests so both run the same code:
 //   1. N = labels != -100 over the whole global batch (summed over ranks), before any backward;
 //   2. for each micro-batch, in MicroBatchOrder: zero grads, forward+backward with
@@ -14,12 +14,12 @@
 
 #include "model/olmo3.h"
 #include "train/grad_accum.h"
-#include "train/optimizer.h"
-#include "train/skip_step.h"
+#include "optim/adamw.h"
+#include "optim/skip_step.h"
 
 namespace replica {
 
-// What data parallelism plugs in (src/dist/data_parallel.h); a single process uses none. Rank r of
+// What data parallelism plugs in (src/parallel/data_parallel.h); a single process uses none. Rank r of
 // R holds the micro-batches j ≡ r (mod R) of every global batch (grad_accum.h). With a reducer the
 // gradient norm and the AdamW update are the reducer's (ZeRO-1: each rank updates its shard of the
 // parameters with its shard of Adam m and v), with the same bits as the single-process path.

@@ -16,17 +16,17 @@
 #include "core/log.h"
 #include "core/threads.h"
 #include "data/loader.h"
-#include "model/hf_weights.h"
-#include "train/checkpoint_format.h"
-#include "train/checkpoint_reader.h"
-#include "train/checkpoint_writer.h"
-#include "train/fault.h"
-#include "train/gemm_peak.h"
+#include "hf/hf_weights.h"
+#include "checkpoint/format.h"
+#include "checkpoint/reader.h"
+#include "checkpoint/writer.h"
+#include "core/fault.h"
+#include "ops/cpu/gemm_peak.h"
 #include "train/init.h"
-#include "train/metrics_writer.h"
-#include "train/optimizer.h"
-#include "train/schedule.h"
-#include "train/skip_step.h"
+#include "run/metrics_writer.h"
+#include "optim/adamw.h"
+#include "optim/schedule.h"
+#include "optim/skip_step.h"
 #include "train/train_data.h"
 #include "train/train_state.h"
 
@@ -328,7 +328,7 @@ TrainSummary Train(const TrainerOptions& opt) {
       ProfileScope scope(ProfileCategory::kData);
       return loader.Next();
     }();
-    if (opt.on_batch) {  // leak guard (issue 5)
+    if (opt.on_batch) {  // leak guard
       ProfileScope scope(ProfileCategory::kLeakGuard);
       opt.on_batch(s, batch.instances, batch.input_ids.data(),
                    static_cast<int64_t>(batch.instances.size()), T);

@@ -1,4 +1,4 @@
-// The training loop (`replica train`, DESIGN.md §3-§5): Olmo3Model + DataLoader + AdamW + skip-step
+// The training loop (`replica train`, docs/design.md §3-§5): Olmo3Model + DataLoader + AdamW + skip-step
 // rule + checkpoints + metrics, one run directory:
 //   RUN/config.yaml     the resolved config (RunConfig::Canonical), RUN/config.sha256 its hash
 //   RUN/metrics.jsonl   one train line per step, eval lines (metrics_writer.h)
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "model/olmo3.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 #include "train/train_data.h"
 #include "train/train_step.h"
 
@@ -42,7 +42,7 @@ struct TrainerOptions {
   // metrics line (empty object = nothing to record). The trainer library cannot see src/eval; the
   // CLI wires EvalSuite in here.
   std::function<nlohmann::json(int64_t step, Olmo3Model& model)> eval;
-  // Leak guard hook (issue 5, src/eval/leak_guard.h), wired by the CLI: sees every batch the loader
+  // Leak guard hook (src/eval/leak_guard.h), wired by the CLI: sees every batch the loader
   // emits, before it is trained on: step, this rank's instance ids, tokens [rows, seq_len].
   // Throwing an Error stops the run.
   std::function<void(int64_t step, const std::vector<uint32_t>& instances, const int32_t* tokens,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# replica bench on a tiny shape: the JSON has every field of DESIGN.md §5, all positive, with MFU
+# replica bench on a tiny shape: the JSON has every field of docs/design.md §5, all positive, with MFU
 # consistent with its parts; bad arguments exit 2.
 set -u
 BIN=$1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel training on MPI (issue 6), end to end on a tiny Olmo 3 and a synthetic token file:
+# Data-parallel training on MPI, end to end on a tiny Olmo 3 and a synthetic token file:
 #  - 1 rank (no mpirun), 2 and 4 ranks (mpirun, oversubscribed) give bit-identical metrics
 #    (`replica compare`, tolerance 0) and byte-identical final checkpoints (weights and Adam state);
 #  - a run saved by 4 ranks at step 10 and resumed by 1 rank equals the uninterrupted run at every

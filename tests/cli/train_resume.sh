@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bit-exact resume of `replica train` (issue "Training engine"): a tiny Olmo 3 on a synthetic token
+# Bit-exact resume of `replica train` : a tiny Olmo 3 on a synthetic token
 # file, 40 steps straight vs (a) 20 steps + resume, (b) SIGKILL at a random step + restart,
 # (c) SIGKILL in the middle of writing a checkpoint (both phases) + restart, (d) one thread instead
 # of two: `replica compare` must report every deterministic metric identical at every step.

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "eval/eval_suite.h"
 #include "eval/model_loader.h"
-#include "model/hf_weights.h"
+#include "hf/hf_weights.h"
 #include "model/model_config.h"
 
 namespace replica::eval {

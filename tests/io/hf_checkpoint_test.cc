@@ -1,7 +1,7 @@
 // HF model directories: single file and sharded (index) layouts read the same tensors, the sharded
 // writer splits by size and round-trips, and every inconsistency between index and shards is an
 // Error naming the file and tensor.
-#include "io/hf_checkpoint.h"
+#include "hf/hf_checkpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // HF weight import/export: exact f32 round trip (single file and sharded), bf16 storage, and
 // refusals naming the tensor for missing, extra and mis-shaped tensors.
-#include "model/hf_weights.h"
+#include "hf/hf_weights.h"
 
 #include <gtest/gtest.h>
 

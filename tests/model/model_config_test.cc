@@ -148,7 +148,7 @@ TEST(ModelConfig, Olmo3_7B) {
     full += c.layer_types[l] == F;
   }
   EXPECT_EQ(full, 8);
-  // DESIGN.md §6 / bench README: 6·(params − input embedding) + 12·H·hd·(1/T)·ΣΣ visible.
+  // docs/design.md §6 / bench README: 6·(params − input embedding) + 12·H·hd·(1/T)·ΣΣ visible.
   // At T = 8192: 6·6,887,575,552 + 6·(24·(4096·4097/2 + 4096·4096) + 8·8192·8193/2).
   EXPECT_EQ(c.FlopsPerToken(8192), 41325453312.0 + 5234982912.0);
   EXPECT_EQ(c.pad_token_id, 100277);

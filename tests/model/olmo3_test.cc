@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "io/safetensors.h"
-#include "model/hf_weights.h"
+#include "hf/hf_weights.h"
 
 namespace replica {
 namespace {

@@ -14,11 +14,11 @@
 
 #include "core/threads.h"
 #include "io/safetensors.h"
-#include "model/hf_weights.h"
+#include "hf/hf_weights.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
-#include "train/optimizer.h"
-#include "train/skip_step.h"
+#include "optim/adamw.h"
+#include "optim/skip_step.h"
 #include "train/train_step.h"
 
 namespace replica {

@@ -15,7 +15,7 @@
 // threads), or two passes: dk/dv per (b, kv head, key tile), then dq per (b, head, query tile).
 // Both add the same per-tile terms in the same order (key tiles ascending into dq; query heads,
 // then query tiles ascending into dk/dv), so they are bit-identical, and the choice between them,
-// which depends on the thread count, changes no output (DESIGN.md §2.3).
+// which depends on the thread count, changes no output (docs/design.md §2.3).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/cpu/attention.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

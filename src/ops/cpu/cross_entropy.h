@@ -1,4 +1,4 @@
-// The LM head fused with cross-entropy and z-loss (DESIGN.md §2.4, §6). Rows (tokens) are processed
+// The LM head fused with cross-entropy and z-loss (docs/design.md §2.4, §6). Rows (tokens) are processed
 // in chunks: one sgemm makes the logits of a chunk of rows over the whole vocabulary, each row's
 // log-sum-exp and loss are computed from that buffer, which is left holding exp(logit - row max);
 // two sgemms push it into dX and dW, with the per-row softmax factor and the label's one-hot term

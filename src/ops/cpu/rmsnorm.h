@@ -1,4 +1,4 @@
-// RMSNorm with a weight over the last dimension (DESIGN.md §2.4: fp32 storage, the row statistic
+// RMSNorm with a weight over the last dimension (docs/design.md §2.4: fp32 storage, the row statistic
 // accumulated in double). Used for the block norms, the final norm and the QK-norm, which is one
 // RMSNorm over the whole H*hd (or KV*hd) projection of a token, not per head.
 // Rows are independent and each is owned by one thread; the weight gradient is reduced over rows

@@ -1,0 +1,128 @@
+#include "checkpoint/convert.h"
+
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "hf/hf_checkpoint.h"
+#include "model/model_config.h"
+#include "checkpoint/format.h"
+#include "checkpoint/reader.h"
+#include "checkpoint/writer.h"
+
+namespace fs = std::filesystem;
+
+namespace replica {
+namespace {
+
+bool IsHfDir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p / kConfigFile, ec) && !fs::exists(p / kManifestFile, ec) &&
+         (fs::exists(p / HfCheckpoint::kSingleFile, ec) ||
+          fs::exists(p / HfCheckpoint::kIndexFile, ec));
+}
+
+bool IsCheckpointOrRunDir(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p / kManifestFile, ec) || fs::exists(p / kDoneFile, ec) ||
+         fs::is_directory(p / kCheckpointsSubdir, ec);
+}
+
+void RequireDistinct(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  Require(!to.empty(), "--to: empty path");
+  Require(!(fs::exists(to, ec) && fs::equivalent(from, to, ec)),
+          "--to: {} is the source directory", to);
+}
+
+ConvertResult Export(const ConvertOptions& o) {
+  Require(o.dtype == DType::kF32 || o.dtype == DType::kBF16,
+          "--dtype: export writes f32 or bf16, not {}", DTypeName(o.dtype));
+  const CheckpointInfo info = ResolveCheckpoint(o.from);
+  RequireDistinct(info.dir, o.to);
+  std::error_code ec;
+  Require(!IsCheckpointOrRunDir(o.to), "--to: {} is a checkpoint or run directory; refusing to "
+                                      "write a Hugging Face directory into it", o.to);
+  Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
+  const std::string config_path = (fs::path(info.dir) / kConfigFile).string();
+  Require(!ckpt.model_config().is_null(),
+          "{}: missing: the checkpoint carries no model config to export", config_path);
+  const ModelConfig config = ModelConfig::FromHfJson(ckpt.model_config(), config_path);
+  const ParamLayout layout = config.BuildLayout();
+  FlatBuffer params(layout.total_floats());
+  ckpt.LoadParams(layout, params);  // name, shape and dtype checks
+
+  HfCheckpointWriter writer(o.max_shard_bytes);
+  for (const ParamView& v : layout.views())
+    writer.AddF32(v.name, v.shape, params.data() + v.offset, o.dtype);
+  ConvertResult r;
+  r.direction = ConvertDirection::kCheckpointToHf;
+  r.source = info.dir;
+  r.step = info.step;
+  r.tensors = static_cast<int64_t>(layout.views().size());
+  r.parameters = static_cast<int64_t>(layout.num_elements());
+  fs::create_directories(o.to, ec);
+  Require(!ec, "{}: cannot create directory: {}", o.to, ec.message());
+  r.files = writer.Write(o.to);
+  nlohmann::json hf = config.ToHfJson();
+  hf["torch_dtype"] = o.dtype == DType::kBF16 ? "bfloat16" : "float32";
+  WriteFileAtomic((fs::path(o.to) / kConfigFile).string(), hf.dump(2) + "\n");
+  r.files.push_back(kConfigFile);
+  return r;
+}
+
+ConvertResult Import(const ConvertOptions& o) {
+  Require(o.dtype == DType::kF32, "--dtype: checkpoints hold f32 weights; import with --dtype f32");
+  RequireDistinct(o.from, o.to);
+  std::error_code ec;
+  if (fs::exists(o.to, ec)) {
+    const bool empty_dir = fs::is_directory(o.to, ec) && fs::is_empty(o.to, ec);
+    Require(empty_dir || fs::exists(fs::path(o.to) / kManifestFile, ec),
+            "--to: {} exists and is not a checkpoint directory; refusing to replace it", o.to);
+  }
+  const std::string config_path = (fs::path(o.from) / kConfigFile).string();
+  const ModelConfig config = ModelConfig::FromHfFile(config_path);
+  const ParamLayout layout = config.BuildLayout();
+  HfCheckpoint hf = HfCheckpoint::Open(o.from);
+  FlatBuffer params(layout.total_floats());
+  for (const ParamView& v : layout.views()) {
+    const TensorInfo* t = hf.Find(v.name);
+    Require(t != nullptr, "{}: missing tensor '{}' required by {}", o.from, v.name, config_path);
+    Require(t->shape == v.shape, "{}: tensor '{}' has shape {}, {} implies {}", hf.FileOf(v.name),
+            v.name, ShapeString(t->shape), config_path, ShapeString(v.shape));
+    hf.ReadF32Into(v.name, params.data() + v.offset, v.numel);
+  }
+  for (const TensorInfo* t : hf.tensors())
+    Require(layout.Find(t->name) != nullptr, "{}: unexpected tensor '{}' (not part of the model "
+                                             "{} describes)", hf.FileOf(t->name), t->name,
+            config_path);
+
+  CheckpointContents c;
+  c.step = 0;
+  c.layout = &layout;
+  c.params = params.data();
+  c.model_config = config.ToHfJson();
+  WriteCheckpointDir(fs::absolute(o.to).lexically_normal().string(), c);
+  ConvertResult r;
+  r.direction = ConvertDirection::kHfToCheckpoint;
+  r.source = o.from;
+  r.tensors = static_cast<int64_t>(layout.views().size());
+  r.parameters = static_cast<int64_t>(layout.num_elements());
+  r.files = {kModelFile, kConfigFile, kManifestFile, kDoneFile};
+  return r;
+}
+
+}  // namespace
+
+ConvertResult Convert(const ConvertOptions& o) {
+  std::error_code ec;
+  Require(fs::is_directory(o.from, ec), "--from: {}: no such directory", o.from);
+  const fs::path from(o.from);
+  if (IsCheckpointOrRunDir(from)) return Export(o);
+  if (IsHfDir(from)) return Import(o);
+  Fail("--from: {} is neither a checkpoint/run directory (MANIFEST.json or checkpoints/) nor a "
+       "Hugging Face directory (config.json + model.safetensors or {})",
+       o.from, HfCheckpoint::kIndexFile);
+}
+
+}  // namespace replica

@@ -1,0 +1,44 @@
+// `replica convert` (docs/design.md §5): checkpoint <-> Hugging Face model directory.
+//
+//  export  checkpoint (a step-N/ directory, or a run directory -> its newest valid checkpoint)
+//          -> HF directory: config.json (the checkpoint's copy of the model config, torch_dtype
+//          set to the stored dtype) + model.safetensors in F32 or BF16, sharded with
+//          model.safetensors.index.json when the weights exceed max_shard_bytes.
+//  import  HF directory (config.json + model.safetensors or shards; F32/BF16/F16) -> a
+//          weights-only checkpoint directory: model.safetensors (F32, canonical tensor order),
+//          config.json, MANIFEST.json, DONE (step 0, no optimizer state, no state.json).
+//
+// Both directions check every tensor against ModelConfig::BuildLayout() (names and shapes; a
+// missing or unexpected tensor is an Error naming it), so export -> import is exact in F32.
+// The destination is refused when it is the source, or when it exists and holds something other
+// than what would be written (an HF directory is not overwritten by a checkpoint and vice versa).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "io/safetensors.h"
+
+namespace replica {
+
+enum class ConvertDirection { kCheckpointToHf, kHfToCheckpoint };
+
+struct ConvertOptions {
+  std::string from, to;
+  DType dtype = DType::kF32;          // export: F32 or BF16; import: F32 only
+  uint64_t max_shard_bytes = 5000ull * 1000 * 1000;  // transformers' "5GB"
+};
+
+struct ConvertResult {
+  ConvertDirection direction = ConvertDirection::kCheckpointToHf;
+  std::string source;       // the checkpoint directory or HF directory actually read
+  int64_t step = 0;         // of the exported checkpoint
+  int64_t tensors = 0;
+  int64_t parameters = 0;
+  std::vector<std::string> files;  // written, relative to `to`
+};
+
+// Detects the direction from `from`: a checkpoint or run directory exports, an HF directory
+// (config.json + model.safetensors[.index.json], no MANIFEST.json) imports.
+ConvertResult Convert(const ConvertOptions& options);
+
+}  // namespace replica

@@ -1,0 +1,225 @@
+#include "eval/parity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "hf/hf_weights.h"
+#include "model/model_config.h"
+#include "model/olmo3.h"
+
+namespace replica {
+namespace {
+
+// Log-softmax of one row in double, written to out; returns the argmax.
+int64_t LogSoftmax(const float* l, int64_t V, double* out) {
+  int64_t arg = 0;
+  for (int64_t v = 1; v < V; ++v) arg = l[v] > l[arg] ? v : arg;
+  const double m = l[arg];
+  double s = 0;
+  for (int64_t v = 0; v < V; ++v) s += std::exp(static_cast<double>(l[v]) - m);
+  const double lse = m + std::log(s);
+  for (int64_t v = 0; v < V; ++v) out[v] = static_cast<double>(l[v]) - lse;
+  return arg;
+}
+
+struct RowStats {
+  double kl = 0, max_abs = 0, ce_ref = 0;
+  bool same_top1 = false;
+};
+
+void CheckShape(const SafetensorsFile& f, const TensorInfo& t, const std::vector<int64_t>& want,
+                const char* what) {
+  Require(t.shape == want, "{}: tensor '{}' has shape {}, expected {} ({})", f.path(), t.name,
+          ShapeString(t.shape), ShapeString(want), what);
+}
+
+}  // namespace
+
+ParityReport RunParity(const ParityOptions& o) {
+  namespace fs = std::filesystem;
+  Require(fs::is_directory(o.model_dir),
+          "--model {}: not a directory (expected config.json + model.safetensors)", o.model_dir);
+  const ModelConfig config = ModelConfig::FromHfFile((fs::path(o.model_dir) / "config.json").string());
+  const SafetensorsFile ref = SafetensorsFile::Open(o.reference_path);
+  const int64_t V = config.vocab_size;
+
+  // The dump's shapes must fit the model before anything runs.
+  const TensorInfo& ids_info = ref.Get("input_ids");
+  Require(ids_info.shape.size() == 2 && ids_info.shape[0] >= 1 && ids_info.shape[1] >= 1,
+          "{}: tensor 'input_ids' has shape {}, expected [B, T] with B, T >= 1", ref.path(),
+          ShapeString(ids_info.shape));
+  const int64_t B = ids_info.shape[0], T = ids_info.shape[1], N = B * T;
+  CheckShape(ref, ref.Get("logits"), {B, T, V}, "[B, T] of input_ids and the model's vocab_size");
+  const TensorInfo* labels_info = ref.Find("labels");
+  if (labels_info) CheckShape(ref, *labels_info, {B, T}, "the shape of input_ids");
+  const TensorInfo* loss_info = ref.Find("loss");
+  if (loss_info) {
+    Require(loss_info->numel() == 1, "{}: tensor 'loss' has shape {}, expected a scalar",
+            ref.path(), ShapeString(loss_info->shape));
+  }
+  const ParamLayout layout = config.BuildLayout();
+  if (o.grads) {
+    for (const ParamView& v : layout.views()) {
+      const TensorInfo* g = ref.Find("grad." + v.name);
+      Require(g != nullptr, "{}: --grads needs tensor 'grad.{}' {}, which the dump lacks",
+              ref.path(), v.name, ShapeString(v.shape));
+      CheckShape(ref, *g, v.shape, "the parameter's shape");
+    }
+  }
+
+  std::vector<int32_t> ids(N), labels(N);
+  {
+    const std::vector<int64_t> raw = ref.ReadI64("input_ids");
+    for (int64_t i = 0; i < N; ++i) {
+      Require(raw[i] >= 0 && raw[i] < V, "{}: input_ids[{}, {}] = {} is outside [0, {})",
+              ref.path(), i / T, i % T, raw[i], V);
+      ids[i] = static_cast<int32_t>(raw[i]);
+    }
+  }
+  if (labels_info) {
+    const std::vector<int64_t> raw = ref.ReadI64("labels");
+    for (int64_t i = 0; i < N; ++i) {
+      Require(raw[i] == kIgnoreIndex || (raw[i] >= 0 && raw[i] < V),
+              "{}: labels[{}, {}] = {} is neither -100 nor in [0, {})", ref.path(), i / T, i % T,
+              raw[i], V);
+      labels[i] = static_cast<int32_t>(raw[i]);
+    }
+  } else {  // next-token labels, as transformers' model(input_ids, labels=input_ids)
+    for (int64_t i = 0; i < N; ++i) labels[i] = (i % T == T - 1) ? kIgnoreIndex : ids[i + 1];
+  }
+
+  Olmo3Model model(config, B, T);
+  LoadHfWeights(o.model_dir, model.layout(), model.params());
+
+  std::vector<float> logits(static_cast<size_t>(N * V));
+  model.ForwardLogits(ids.data(), B, T, logits.data());
+  const std::vector<float> ref_logits = ref.ReadF32("logits");
+
+  std::vector<RowStats> rows(static_cast<size_t>(N));
+#pragma omp parallel
+  {
+    std::vector<double> lp_ref(static_cast<size_t>(V)), lp(static_cast<size_t>(V));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < N; ++i) {
+      const float* a = logits.data() + i * V;
+      const float* r = ref_logits.data() + i * V;
+      RowStats& s = rows[i];
+      const int64_t top_ref = LogSoftmax(r, V, lp_ref.data());
+      const int64_t top = LogSoftmax(a, V, lp.data());
+      s.same_top1 = top == top_ref;
+      for (int64_t v = 0; v < V; ++v) {
+        s.kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
+        s.max_abs = std::max(s.max_abs, std::abs(static_cast<double>(a[v]) - r[v]));
+      }
+      if (labels[i] != kIgnoreIndex) s.ce_ref = -lp_ref[labels[i]];
+    }
+  }
+
+  ParityReport rep;
+  rep.options = o;
+  rep.positions = N;
+  int64_t agree = 0;
+  double ce_ref_sum = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const RowStats& s = rows[i];
+    rep.kl_mean += s.kl;
+    rep.kl_max = std::max(rep.kl_max, s.kl);
+    rep.max_abs_logit_diff = std::max(rep.max_abs_logit_diff, s.max_abs);
+    agree += s.same_top1;
+    ce_ref_sum += s.ce_ref;
+    if (std::isnan(s.kl) || std::isnan(s.max_abs)) rep.kl_max = rep.max_abs_logit_diff = NAN;
+  }
+  rep.kl_mean /= static_cast<double>(N);
+  rep.top1_agreement = static_cast<double>(agree) / static_cast<double>(N);
+
+  LossSums sums;
+  if (o.grads) {
+    int64_t n = 0;
+    for (int32_t y : labels) n += y != kIgnoreIndex;
+    Require(n > 0, "{}: every label is -100, so there is no loss to differentiate",
+            ref.path());
+    model.grads().Zero();
+    sums = model.ForwardBackward(ids.data(), labels.data(), B, T, 1.0 / static_cast<double>(n), 0.0);
+    double worst = -1;
+    for (const ParamView& v : layout.views()) {
+      const std::vector<float> g_ref = ref.ReadF32("grad." + v.name);
+      const float* g = model.grads().data() + v.offset;
+      double num = 0, den = 0;
+      for (size_t i = 0; i < v.numel; ++i) {
+        const double d = static_cast<double>(g[i]) - g_ref[i];
+        num += d * d;
+        den += static_cast<double>(g_ref[i]) * g_ref[i];
+      }
+      double rel = den > 0 ? std::sqrt(num / den)
+                           : (num == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+      if (std::isnan(rel)) rel = std::numeric_limits<double>::infinity();
+      if (rel > worst) worst = rel, rep.grad_worst_tensor = v.name;
+    }
+    rep.grad_max_rel_err = worst;
+  } else {
+    sums = model.ForwardLoss(ids.data(), labels.data(), B, T);
+  }
+  rep.loss_tokens = sums.tokens;
+  rep.loss = sums.tokens > 0 ? sums.ce_sum / static_cast<double>(sums.tokens) : NAN;
+  if (loss_info) {
+    rep.loss_ref = ref.ReadF64("loss")[0];
+    rep.loss_ref_source = "dump";
+  } else if (sums.tokens > 0) {
+    rep.loss_ref = ce_ref_sum / static_cast<double>(sums.tokens);
+    rep.loss_ref_source = "logits";
+  }
+
+  rep.pass = rep.kl_max <= o.max_kl && rep.top1_agreement >= o.min_top1 &&
+             (!o.grads || *rep.grad_max_rel_err <= o.max_grad_rel);
+  return rep;
+}
+
+nlohmann::ordered_json ParityReport::ToJson() const {
+  using json = nlohmann::ordered_json;
+  auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+  json j;
+  j["positions"] = positions;
+  j["kl_mean"] = num(kl_mean);
+  j["kl_max"] = num(kl_max);
+  j["top1_agreement"] = num(top1_agreement);
+  j["max_abs_logit_diff"] = num(max_abs_logit_diff);
+  j["loss"] = num(loss);
+  j["loss_ref"] = loss_ref ? num(*loss_ref) : json(nullptr);
+  j["grad_max_rel_err"] = grad_max_rel_err ? num(*grad_max_rel_err) : json(nullptr);
+  j["pass"] = pass;
+  j["loss_ref_source"] = loss_ref ? json(loss_ref_source) : json(nullptr);
+  j["loss_tokens"] = loss_tokens;
+  j["grad_worst_tensor"] = grad_max_rel_err ? json(grad_worst_tensor) : json(nullptr);
+  j["thresholds"] = {{"max_kl", options.max_kl},
+                     {"min_top1", options.min_top1},
+                     {"max_grad_rel", options.grads ? json(options.max_grad_rel) : json(nullptr)}};
+  j["model"] = options.model_dir;
+  j["reference"] = options.reference_path;
+  return j;
+}
+
+std::string ParityReport::ToText() const {
+  std::string s = fmt::format("parity of {} against {} ({} positions)\n", options.model_dir,
+                              options.reference_path, positions);
+  s += fmt::format("  KL(ref || model)    mean {:.3e}  max {:.3e}   (max allowed {:.1e})\n", kl_mean,
+                   kl_max, options.max_kl);
+  s += fmt::format("  top-1 agreement     {:.6f}                (min {})\n", top1_agreement,
+                   options.min_top1);
+  s += fmt::format("  max |logit diff|    {:.3e}\n", max_abs_logit_diff);
+  s += fmt::format("  loss                {:.9f} over {} tokens", loss, loss_tokens);
+  if (loss_ref) s += fmt::format("; reference {:.9f} (from {})", *loss_ref, loss_ref_source);
+  s += "\n";
+  if (grad_max_rel_err) {
+    s += fmt::format("  grad max rel err    {:.3e} ({})   (max allowed {:.1e})\n",
+                     *grad_max_rel_err, grad_worst_tensor, options.max_grad_rel);
+  }
+  s += pass ? "PASS\n" : "FAIL\n";
+  return s;
+}
+
+}  // namespace replica

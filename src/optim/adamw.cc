@@ -1,0 +1,98 @@
+#include "optim/adamw.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/profile.h"
+#include "core/error.h"
+#include "ops/cpu/adamw.h"
+
+namespace replica {
+
+std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end) {
+  Require(begin % kNormBlock == 0, "grad norm: range start {} is not block-aligned", begin);
+  if (end <= begin) return {};
+  const int64_t blocks = static_cast<int64_t>((end - begin + kNormBlock - 1) / kNormBlock);
+  std::vector<double> partials(static_cast<size_t>(blocks));
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t lo = begin + static_cast<size_t>(b) * kNormBlock;
+    const size_t hi = std::min(end, lo + kNormBlock);
+    double s = 0;
+    for (size_t i = lo; i < hi; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+    partials[static_cast<size_t>(b)] = s;
+  }
+  return partials;
+}
+
+double GlobalGradNorm(const FlatBuffer& grads) {
+  ProfileScope profile_scope(ProfileCategory::kOptimizer);
+  double total = 0;
+  for (double p : GradSquarePartials(grads.data(), 0, grads.size())) total += p;
+  return std::sqrt(total);
+}
+
+double ClipCoefficient(double norm, double max_norm) {
+  if (max_norm <= 0) return 1.0;
+  return std::min(1.0, max_norm / (norm + 1e-6));
+}
+
+std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& config) {
+  std::vector<double> decay(layout.views().size(), config.weight_decay);
+  for (const std::string& name : config.no_decay) {
+    const ParamView* v = layout.Find(name);
+    Require(v != nullptr,
+            "config key 'optim.no_decay': the model has no tensor named '{}' (names are Hugging "
+            "Face names, e.g. model.embed_tokens.weight)",
+            name);
+    decay[static_cast<size_t>(v - layout.views().data())] = 0.0;
+  }
+  return decay;
+}
+
+void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
+                      const float* grads, float* m, float* v, size_t begin, size_t end,
+                      const AdamWConfig& c, double lr, double grad_coef, int64_t step) {
+  ProfileScope profile_scope(ProfileCategory::kOptimizer);
+  const double b1 = c.beta1, b2 = c.beta2, eps = c.eps;
+  const double bias1 = 1.0 - std::pow(b1, static_cast<double>(step));
+  const double bias2_sqrt = std::sqrt(1.0 - std::pow(b2, static_cast<double>(step)));
+  const double step_size = lr / bias1;
+  const auto& views = layout.views();
+  for (size_t vi = 0; vi < views.size(); ++vi) {
+    const size_t lo = std::max(begin, views[vi].offset);
+    const size_t hi = std::min(end, views[vi].offset + views[vi].numel);
+    if (lo >= hi) continue;
+    const double keep = 1.0 - lr * decay[vi];
+    const AdamWCoefficients coefs{grad_coef, keep, b1, b2, step_size, bias2_sqrt, eps};
+    float* mm = m - begin;  // indexable by absolute offset
+    float* vv = v - begin;
+    // Fixed-size chunks, each updated by one thread; the update is elementwise, so the split
+    // changes no bit (ops/cpu/adamw.h).
+    constexpr int64_t kChunk = 1 << 14;
+    const int64_t lo_i = static_cast<int64_t>(lo), n = static_cast<int64_t>(hi - lo);
+#pragma omp parallel for schedule(static)
+    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+      const int64_t i = lo_i + c0;
+      AdamWElements(params + i, grads + i, mm + i, vv + i, std::min(kChunk, n - c0), coefs);
+    }
+  }
+}
+
+AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& config)
+    : layout_(layout),
+      config_(config),
+      decay_(DecayPerView(layout, config)),
+      m_(layout.total_floats()),
+      v_(layout.total_floats()) {}
+
+void AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double grad_coef) {
+  Require(params.size() == m_.size() && grads.size() == m_.size(),
+          "optimizer: buffer sizes differ (params {}, grads {}, state {})", params.size(),
+          grads.size(), m_.size());
+  ++step_;
+  AdamWUpdateRange(layout_, decay_, params.data(), grads.data(), m_.data(), v_.data(), 0,
+                   m_.size(), config_, lr, grad_coef, step_);
+}
+
+}  // namespace replica

@@ -1,0 +1,83 @@
+// AdamW as OLMo-core's (optim/adamw.py) and the fixture README's training run (docs/design.md §3), on
+// flat buffers (docs/design.md §2.1): parameters, gradients, m and v share one ParamLayout, and every
+// loop is over float offsets, so a rank can update any contiguous range (ZeRO-1) with the same
+// code and bits.
+//
+// Per step, for every element, in this order (t = steps taken, 1 on the first update):
+//   g  = coef · g                                  (coef = global clipping coefficient)
+//   p  = p · (1 − lr·wd_p)                         (decoupled decay first; wd_p = 0 for no_decay)
+//   m  = β1·m + (1 − β1)·g
+//   v  = β2·v + (1 − β2)·g²
+//   p  = p − (lr / (1 − β1^t)) · m / (√v / √(1 − β2^t) + eps)
+// Each element's arithmetic is done in float64 and rounded to fp32 storage once per step (p, m, v
+// are fp32 in memory, as in OLMo-core). The result depends only on the element's own values, so it
+// is bit-identical for any thread count or sharding.
+//
+// Gradient norm: ‖g‖₂ over the whole buffer as a fixed-order reduction: fp64 partial sums of g² over
+// fixed blocks of kNormBlock floats (a block is summed sequentially by one thread), then the block
+// partials summed in block order. Padding between views is zero and contributes nothing.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/flat_buffer.h"
+
+namespace replica {
+
+struct AdamWConfig {
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  double weight_decay = 0.1;
+  double max_grad_norm = 1.0;  // <= 0 disables clipping
+  // Exact HF names of tensors without weight decay (OLMo-core Olmo 3: only the embedding).
+  std::vector<std::string> no_decay = {"model.embed_tokens.weight"};
+};
+
+constexpr size_t kNormBlock = 4096;
+
+// Σ g² over [begin, end) as fp64 partials per kNormBlock-aligned block, returned in block order
+// (block b covers [b·kNormBlock, (b+1)·kNormBlock) ∩ [begin, end)). `begin` must be block-aligned.
+std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end);
+// sqrt of the in-order sum of GradSquarePartials over the whole buffer.
+double GlobalGradNorm(const FlatBuffer& grads);
+// min(1, max_norm / (norm + 1e-6)); exactly 1 when not clipping (or max_norm <= 0). A non-finite
+// norm gives a non-finite coefficient, so the step's values show it (and the skip rule refuses it).
+double ClipCoefficient(double norm, double max_norm);
+
+// Per-element weight-decay factor table: wd for every view except the no_decay names (each of which
+// must exist in the layout: Error naming it otherwise).
+std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& config);
+
+// One AdamW update of elements [begin, end) of the flat buffers. m and v point at the state for
+// exactly that range (m[0] is element `begin`), so ZeRO-1 shards can pass their slice. `step` is t
+// (already incremented: 1 on the first update).
+void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
+                      const float* grads, float* m, float* v, size_t begin, size_t end,
+                      const AdamWConfig& config, double lr, double grad_coef, int64_t step);
+
+// The single-process optimizer: full-size m and v and the step counter t.
+class AdamW {
+ public:
+  AdamW(const ParamLayout& layout, const AdamWConfig& config);
+
+  // t += 1, then the update above with clip coefficient `grad_coef` over every element.
+  void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double grad_coef);
+
+  const AdamWConfig& config() const { return config_; }
+  FlatBuffer& m() { return m_; }
+  FlatBuffer& v() { return v_; }
+  const FlatBuffer& m() const { return m_; }
+  const FlatBuffer& v() const { return v_; }
+  int64_t step() const { return step_; }  // t: updates taken (skipped steps do not count)
+  void set_step(int64_t t) { step_ = t; }
+
+ private:
+  const ParamLayout& layout_;
+  AdamWConfig config_;
+  std::vector<double> decay_;
+  FlatBuffer m_, v_;
+  int64_t step_ = 0;
+};
+
+}  // namespace replica

@@ -1,0 +1,50 @@
+// `replica launch`: runs a training command under mpirun with a schedule of rank counts and
+// restarts it when the job fails (elastic resume).
+//
+// Attempt i (0-based) runs `mpirun -np ranks[min(i, n-1)] ... <this replica binary> <command>`.
+// The training command resumes by itself from the newest complete checkpoint in its run directory,
+// and checkpoints and the data-loader state do not depend on the world size, so a restart with
+// fewer ranks continues the same trajectory at the same global batch.
+//
+// Promises:
+//  - exit 0 when an attempt succeeds; a job that exits 2 (the ranks refused their input: bad
+//    config, a world size that does not divide the batch) is not retried and launch exits 2; any
+//    other failure (a rank killed, a crash) is retried up to max_retries times, then launch exits 1;
+//  - every decision is logged to stderr and appended to RUN/launch.log (RUN = the command's
+//    --run-dir) with a UTC timestamp: the mpirun command line, each attempt's exit status, the
+//    newest complete checkpoint it will resume from, the rank count of the next attempt;
+//  - fault injection (REPLICA_FAULT, REPLICA_FAULT_RANK) reaches the first attempt only, so a
+//    test's injected crash is not repeated by the restart;
+//  - a missing mpirun, a rank count that is not a power of two, or a command without --run-dir is
+//    an Error (exit 2) before anything runs.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace replica::parallel {
+
+struct LaunchOptions {
+  std::vector<int> ranks;                 // schedule, e.g. {4, 2, 1}
+  int max_retries = 3;                    // restarts after the first attempt
+  std::string mpirun;                     // "" = "mpirun" found on PATH
+  std::vector<std::string> mpirun_args;   // extra arguments placed before the program
+  std::vector<std::string> command;       // replica arguments: {"train", CONFIG, "--run-dir", D, ...}
+  std::string replica_binary;             // "" = this process's executable
+};
+
+// "4,2,1" -> {4, 2, 1}; Error naming the flag unless each is a power of two >= 1.
+std::vector<int> ParseRankSchedule(const std::string& text);
+// The executable to run: `explicit_path` (must be executable) or "mpirun" on PATH; Error otherwise.
+std::string FindMpirun(const std::string& explicit_path);
+// The value of --run-dir DIR / --run-dir=DIR in `args`; Error when absent.
+std::string RunDirFromArgs(const std::vector<std::string>& args);
+// The full argv of one attempt.
+std::vector<std::string> MpirunArgv(const std::string& mpirun, int ranks,
+                                    const std::vector<std::string>& extra,
+                                    const std::string& replica_binary,
+                                    const std::vector<std::string>& command);
+
+// Runs the schedule (see the promises above) and returns launch's exit code.
+int Launch(const LaunchOptions& options);
+
+}  // namespace replica::parallel

@@ -1,0 +1,58 @@
+#include "parallel/shard_plan.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "optim/adamw.h"
+
+namespace replica::parallel {
+
+void RequirePowerOfTwoWorld(int64_t world, const char* what) {
+  Require(world >= 1 && (world & (world - 1)) == 0,
+          "{} {}: must be a power of two (1, 2, 4, 8, ...): the fixed reduction tree that makes "
+          "results independent of the rank count gives each of 2^k ranks one whole subtree of "
+          "micro-batches",
+          what, world);
+}
+
+void RequireRankIndependentBatch(int64_t m, int64_t world) {
+  RequirePowerOfTwoWorld(world);
+  Require(m >= 1 && m % world == 0,
+          "world size {}: does not divide the {} micro-batches of a global batch "
+          "(train.global_batch_instances / train.micro_batch_instances); every rank needs the same "
+          "number of whole micro-batches",
+          world, m);
+  Require(world == 1 || (m & (m - 1)) == 0,
+          "world size {}: the global batch has {} micro-batches "
+          "(train.global_batch_instances / train.micro_batch_instances), not a power of two; with "
+          "more than one rank the fixed reduction tree needs 2^k micro-batches for results that do "
+          "not depend on the rank count (change train.micro_batch_instances)",
+          world, m);
+}
+
+ShardPlan::ShardPlan(size_t total_floats, int world) : total_(total_floats), world_(world) {
+  Require(world >= 1, "shard plan: world must be >= 1, got {}", world);
+  blocks_ = (total_floats + kNormBlock - 1) / kNormBlock;
+  bounds_.resize(static_cast<size_t>(world) + 1);
+  for (int r = 0; r <= world; ++r) {
+    const size_t b = blocks_ * static_cast<size_t>(r) / static_cast<size_t>(world);
+    bounds_[static_cast<size_t>(r)] = std::min(total_floats, b * kNormBlock);
+  }
+}
+
+size_t ShardPlan::max_size() const {
+  size_t m = 0;
+  for (int r = 0; r < world_; ++r) m = std::max(m, size(r));
+  return m;
+}
+
+size_t ShardPlan::block_begin(int r) const {
+  return blocks_ * static_cast<size_t>(r) / static_cast<size_t>(world_);
+}
+size_t ShardPlan::block_end(int r) const { return block_begin(r + 1); }
+
+size_t Zero1ShardFloats(size_t total_floats, int world) {
+  return ShardPlan(total_floats, world).max_size();
+}
+
+}  // namespace replica::parallel

@@ -1,0 +1,771 @@
+#include "run/run_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/atomic_file.h"
+#include "core/checksum.h"
+#include "core/error.h"
+
+namespace replica {
+namespace fs = std::filesystem;
+
+namespace {
+
+enum class Kind {
+  kInt, kUint, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList, kMixture
+};
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kInt: return "an integer";
+    case Kind::kUint: return "a non-negative integer";
+    case Kind::kDouble: return "a number";
+    case Kind::kBool: return "a boolean (true/false)";
+    case Kind::kString: return "a string";
+    case Kind::kPath: return "a path";
+    case Kind::kStringList: return "a list of strings";
+    case Kind::kPathList: return "a list of paths";
+    case Kind::kDoubleList: return "a list of numbers";
+    case Kind::kMixture: return "a list of sources {name, paths, weight | tokens, max_repetition}";
+  }
+  return "?";
+}
+
+// One settable key. `ref` returns the member it sets, typed by `kind`.
+struct Field {
+  const char* key;
+  Kind kind;
+  bool trajectory;
+  std::function<void*(RunConfig&)> ref;
+  const char* help;
+};
+
+#define REF(member) [](RunConfig& c) -> void* { return &c.member; }
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field> fields = {
+      {"init.seed", Kind::kUint, true, REF(init.seed), "parameter init seed (Philox stream key)"},
+      {"init.from_checkpoint", Kind::kPath, true, REF(init.from_checkpoint),
+       "start from this checkpoint (or HF model dir) instead of a fresh init"},
+      {"init.reset_step", Kind::kBool, true, REF(init.reset_step),
+       "with from_checkpoint: fresh step counter, tokens, data order and schedule"},
+      {"init.load_optimizer", Kind::kBool, true, REF(init.load_optimizer),
+       "with from_checkpoint: take Adam m, v and t from it"},
+      {"data.paths", Kind::kPathList, false, REF(data.paths),
+       "token files or globs (numpy format), in mix order"},
+      {"data.seq_len", Kind::kInt, true, REF(data.seq_len), "tokens per instance"},
+      {"data.seed", Kind::kInt, true, REF(data.seed), "data order seed (shuffle uses seed + epoch)"},
+      {"data.dtype", Kind::kString, true, REF(data.dtype), "token file dtype: uint32 or uint16"},
+      {"data.mixture", Kind::kMixture, false, REF(data.mixture),
+       "weighted sources instead of data.paths: [{name, paths, weight | tokens, max_repetition}]"},
+      {"data.mixture_tokens", Kind::kInt, true, REF(data.mixture_tokens),
+       "total token budget split by the sources' weights (0: each source's own tokens)"},
+      {"data.mixture_seed", Kind::kInt, true, REF(data.mixture_seed),
+       "seed of the mixture's per-source instance selection"},
+      {"data.check_vocab", Kind::kBool, false, REF(data.check_vocab),
+       "refuse token ids >= model.vocab_size"},
+      {"train.max_steps", Kind::kInt, false, REF(train.max_steps), "optimizer steps to run"},
+      {"train.global_batch_instances", Kind::kInt, true, REF(train.global_batch_instances),
+       "instances per optimizer step"},
+      {"train.micro_batch_instances", Kind::kInt, false, REF(train.micro_batch_instances),
+       "instances per forward/backward (0 = whole global batch)"},
+      {"train.threads", Kind::kInt, false, REF(train.threads), "threads (0 = all cores)"},
+      {"train.z_loss_multiplier", Kind::kDouble, true, REF(train.z_loss_multiplier),
+       "weight of logsumexp^2 in the loss"},
+      {"train.log_interval", Kind::kInt, false, REF(train.log_interval),
+       "progress line every N steps"},
+      {"train.skip_step.enabled", Kind::kBool, true, REF(train.skip_step.enabled),
+       "skip steps whose loss or grad norm is an outlier"},
+      {"train.skip_step.window", Kind::kInt, true, REF(train.skip_step.window),
+       "previous steps the mean/std are taken over"},
+      {"train.skip_step.min_history", Kind::kInt, true, REF(train.skip_step.min_history),
+       "values (incl. the current) recorded before the rule applies"},
+      {"train.skip_step.sigma", Kind::kDouble, true, REF(train.skip_step.sigma),
+       "standard deviations above the mean that trigger a skip"},
+      {"optim.lr", Kind::kDouble, true, REF(optim.lr), "peak learning rate"},
+      {"optim.betas", Kind::kDoubleList, true, REF(optim.betas), "Adam [beta1, beta2]"},
+      {"optim.eps", Kind::kDouble, true, REF(optim.eps), "Adam epsilon"},
+      {"optim.weight_decay", Kind::kDouble, true, REF(optim.weight_decay),
+       "decoupled weight decay"},
+      {"optim.max_grad_norm", Kind::kDouble, true, REF(optim.max_grad_norm),
+       "global grad-norm clip (0 = off)"},
+      {"optim.no_decay", Kind::kStringList, true, REF(optim.no_decay),
+       "HF names of tensors without weight decay"},
+      {"optim.schedule.type", Kind::kString, true, REF(optim.schedule_type),
+       "constant | cosine | cosine_continuation | linear | wsd"},
+      {"optim.schedule.warmup", Kind::kInt, true, REF(optim.schedule.warmup), "warmup steps"},
+      {"optim.schedule.t_max", Kind::kInt, true, REF(optim.schedule.t_max),
+       "step where the decay ends (0 = train.max_steps)"},
+      {"optim.schedule.alpha_f", Kind::kDouble, true, REF(optim.schedule.alpha_f),
+       "final LR as a fraction of optim.lr"},
+      {"optim.schedule.warmup_min_lr", Kind::kDouble, true, REF(optim.schedule.warmup_min_lr),
+       "LR at the start of the warmup"},
+      {"optim.schedule.decay_steps", Kind::kInt, true, REF(optim.schedule.decay_steps),
+       "wsd: steps of the final linear decay"},
+      {"optim.schedule.decay_min_lr", Kind::kDouble, true, REF(optim.schedule.decay_min_lr),
+       "wsd: LR at t_max"},
+      {"checkpoint.interval", Kind::kInt, false, REF(checkpoint.interval),
+       "steps between checkpoints (0 = only at the end)"},
+      {"checkpoint.keep", Kind::kInt, false, REF(checkpoint.keep),
+       "newest complete checkpoints to keep"},
+      {"eval.interval", Kind::kInt, false, REF(eval.interval),
+       "steps between evaluations (0 = only at the end)"},
+      {"eval.sets", Kind::kPathList, false, REF(eval.sets), "JSONL perplexity sets"},
+      {"eval.tokenizer", Kind::kString, false, REF(eval.tokenizer),
+       "text encoder for the eval sets: dolma2 | bytes"},
+      {"eval.leak_guard", Kind::kString, false, REF(eval.leak_guard),
+       "scan every batch the loader emits for eval data: stop | warn | off"},
+      {"eval.canaries", Kind::kPath, false, REF(eval.canaries),
+       "registered canary set (JSONL of token ids), scored with its unregistered twin"},
+      {"fault.kill_at_step", Kind::kInt, false, REF(fault.kill_at_step),
+       "test hook: SIGKILL itself after this step (0 = off)"},
+      {"fault.kill_in_checkpoint", Kind::kInt, false, REF(fault.kill_in_checkpoint),
+       "test hook: SIGKILL itself while writing this step's checkpoint (0 = off)"},
+      {"fault.kill_in_checkpoint_phase", Kind::kString, false, REF(fault.kill_in_checkpoint_phase),
+       "where in the checkpoint write: files | before_done"},
+  };
+  return fields;
+}
+#undef REF
+
+// Keys of the model section: Hugging Face config.json names, as ModelConfig::FromHfJson reads them.
+struct ModelKey {
+  const char* key;
+  Kind kind;
+  bool nullable;
+};
+const std::vector<ModelKey>& ModelKeys() {
+  static const std::vector<ModelKey> keys = {
+      {"model_type", Kind::kString, false},
+      {"vocab_size", Kind::kInt, false},
+      {"hidden_size", Kind::kInt, false},
+      {"intermediate_size", Kind::kInt, false},
+      {"num_hidden_layers", Kind::kInt, false},
+      {"num_attention_heads", Kind::kInt, false},
+      {"num_key_value_heads", Kind::kInt, false},
+      {"head_dim", Kind::kInt, false},
+      {"rms_norm_eps", Kind::kDouble, false},
+      {"rope_theta", Kind::kDouble, false},
+      {"sliding_window", Kind::kInt, true},
+      {"layer_types", Kind::kStringList, false},
+      {"max_position_embeddings", Kind::kInt, true},
+      {"initializer_range", Kind::kDouble, false},
+      {"tie_word_embeddings", Kind::kBool, false},
+      {"pad_token_id", Kind::kInt, true},
+      {"eos_token_id", Kind::kInt, true},
+      {"bos_token_id", Kind::kInt, true},
+  };
+  return keys;
+}
+
+const std::set<std::string>& Sections() {
+  static const std::set<std::string> s = {"model", "init", "data", "train", "train.skip_step",
+                                          "optim", "optim.schedule", "checkpoint", "eval", "fault"};
+  return s;
+}
+
+const Field* FindField(const std::string& key) {
+  for (const Field& f : Fields())
+    if (key == f.key) return &f;
+  return nullptr;
+}
+
+const ModelKey* FindModelKey(const std::string& key) {
+  for (const ModelKey& k : ModelKeys())
+    if (key == k.key) return &k;
+  return nullptr;
+}
+
+std::string KnownKeysOf(const std::string& section) {
+  std::string out;
+  auto add = [&](const std::string& k) { out += (out.empty() ? "" : ", ") + k; };
+  if (section == "model") {
+    add("hf_config");
+    for (const ModelKey& k : ModelKeys()) add(k.key);
+    return out;
+  }
+  const std::string prefix = section.empty() ? "" : section + ".";
+  std::set<std::string> seen;
+  for (const Field& f : Fields()) {
+    std::string k = f.key;
+    if (k.rfind(prefix, 0) != 0) continue;
+    std::string rest = k.substr(prefix.size());
+    std::string first = rest.substr(0, rest.find('.'));
+    if (seen.insert(first).second) add(first);
+  }
+  if (section.empty()) add("model");
+  return out;
+}
+
+std::string Where(const std::string& origin) { return origin.empty() ? "" : origin + ": "; }
+
+// --- scalar parsing with precise errors ---
+
+std::string ScalarText(const YAML::Node& n) {
+  return n.IsScalar() ? n.Scalar() : n.IsNull() ? "null" : n.IsSequence() ? "a list" : "a mapping";
+}
+
+[[noreturn]] void TypeError(const std::string& origin, const std::string& key, Kind kind,
+                            const YAML::Node& n) {
+  Fail("{}config key '{}': expected {}, got '{}'", Where(origin), key, KindName(kind),
+       ScalarText(n));
+}
+
+int64_t ParseInt(const std::string& origin, const std::string& key, const YAML::Node& n,
+                 Kind kind = Kind::kInt) {
+  if (!n.IsScalar()) TypeError(origin, key, kind, n);
+  std::string s = n.Scalar();
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc() && p == s.data() + s.size()) return v;
+  // Accept integral floats such as 1e6 or 4.0, as people write step counts that way.
+  char* end = nullptr;
+  double d = std::strtod(s.c_str(), &end);
+  if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d) && std::floor(d) == d &&
+      std::fabs(d) < 9.007199254740992e15)
+    return static_cast<int64_t>(d);
+  TypeError(origin, key, kind, n);
+}
+
+double ParseDouble(const std::string& origin, const std::string& key, const YAML::Node& n) {
+  if (!n.IsScalar()) TypeError(origin, key, Kind::kDouble, n);
+  const std::string& s = n.Scalar();
+  char* end = nullptr;
+  double d = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(d))
+    TypeError(origin, key, Kind::kDouble, n);
+  return d;
+}
+
+bool ParseBool(const std::string& origin, const std::string& key, const YAML::Node& n) {
+  if (n.IsScalar()) {
+    const std::string& s = n.Scalar();
+    if (s == "true" || s == "True" || s == "TRUE" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "False" || s == "FALSE" || s == "no" || s == "off") return false;
+  }
+  TypeError(origin, key, Kind::kBool, n);
+}
+
+std::string ParseString(const std::string& origin, const std::string& key, const YAML::Node& n,
+                        Kind kind = Kind::kString) {
+  if (n.IsNull()) return "";
+  if (!n.IsScalar()) TypeError(origin, key, kind, n);
+  return n.Scalar();
+}
+
+std::string ResolvePath(const std::string& p, const std::string& base) {
+  if (p.empty()) return p;
+  fs::path path(p);
+  if (path.is_relative()) path = fs::path(base) / path;
+  return path.lexically_normal().string();
+}
+
+template <typename F>
+auto ParseList(const std::string& origin, const std::string& key, const YAML::Node& n, Kind kind,
+               F element) {
+  std::vector<decltype(element(n))> out;
+  if (n.IsNull()) return out;
+  if (n.IsScalar()) {  // a single value stands for a one-element list (handy with --set)
+    out.push_back(element(n));
+    return out;
+  }
+  if (!n.IsSequence()) TypeError(origin, key, kind, n);
+  for (const YAML::Node& e : n) {
+    if (!e.IsScalar()) TypeError(origin, key, kind, e);
+    out.push_back(element(e));
+  }
+  return out;
+}
+
+// --- loading ---
+
+struct Entry {
+  std::string key;  // dotted path
+  YAML::Node value;
+  std::string base;    // directory relative paths resolve against
+  std::string origin;  // file name or "--set"
+};
+
+void Collect(const YAML::Node& node, const std::string& prefix, const std::string& base,
+             const std::string& origin, std::vector<Entry>& out) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    const std::string full = prefix.empty() ? k : prefix + "." + k;
+    const YAML::Node& v = it->second;
+    if (Sections().count(full)) {
+      if (v.IsNull()) continue;
+      Require(v.IsMap(), "{}config key '{}': expected a mapping (a section), got '{}'",
+              Where(origin), full, ScalarText(v));
+      Collect(v, full, base, origin, out);
+      continue;
+    }
+    const bool model_key = prefix == "model" && (k == "hf_config" || FindModelKey(k));
+    if (!model_key && !FindField(full)) {
+      Fail("{}unknown config key '{}' (known keys in {}: {})", Where(origin), full,
+           prefix.empty() ? "the top level" : "'" + prefix + "'", KnownKeysOf(prefix));
+    }
+    out.push_back({full, v, base, origin});
+  }
+}
+
+Entry ParseOverride(const std::string& text) {
+  const size_t eq = text.find('=');
+  Require(eq != std::string::npos && eq > 0,
+          "--set '{}': expected key=value with a dotted key, e.g. train.max_steps=100", text);
+  Entry e;
+  e.key = text.substr(0, eq);
+  const std::string value = text.substr(eq + 1);
+  try {
+    e.value = YAML::Load(value);
+  } catch (const YAML::Exception&) {
+    e.value = YAML::Node(value);  // not YAML (e.g. a glob starting with '*'): take it literally
+  }
+  e.base = fs::current_path().string();
+  e.origin = "--set " + e.key;
+  const size_t dot = e.key.rfind('.');
+  const std::string section = dot == std::string::npos ? "" : e.key.substr(0, dot);
+  const std::string leaf = dot == std::string::npos ? e.key : e.key.substr(dot + 1);
+  if (Sections().count(e.key))
+    Fail("--set '{}': '{}' is a section; set one of its keys ({})", text, e.key,
+         KnownKeysOf(e.key));
+  const bool model_key = section == "model" && (leaf == "hf_config" || FindModelKey(leaf));
+  if (!model_key && !FindField(e.key))
+    Fail("--set: unknown config key '{}' (known keys in {}: {})", e.key,
+         section.empty() ? "the top level" : "'" + section + "'", KnownKeysOf(section));
+  return e;
+}
+
+std::vector<RunConfig::MixtureSource> ParseMixture(const Entry& e) {
+  const std::string& o = e.origin;
+  std::vector<RunConfig::MixtureSource> out;
+  if (e.value.IsNull()) return out;
+  if (!e.value.IsSequence()) TypeError(o, e.key, Kind::kMixture, e.value);
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    const YAML::Node& n = e.value[i];
+    const std::string at = fmt::format("{}[{}]", e.key, i);
+    if (!n.IsMap()) TypeError(o, at, Kind::kMixture, n);
+    RunConfig::MixtureSource src;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      const std::string key = at + "." + k;
+      const YAML::Node& v = it->second;
+      if (k == "name") {
+        src.name = ParseString(o, key, v);
+      } else if (k == "paths") {
+        src.paths = ParseList(o, key, v, Kind::kPathList, [&](const YAML::Node& x) {
+          return ResolvePath(ParseString(o, key, x, Kind::kPathList), e.base);
+        });
+      } else if (k == "weight") {
+        src.weight = ParseDouble(o, key, v);
+      } else if (k == "tokens") {
+        src.tokens = ParseInt(o, key, v);
+      } else if (k == "max_repetition") {
+        src.max_repetition = ParseDouble(o, key, v);
+      } else {
+        Fail("{}unknown config key '{}' (a mixture source has: name, paths, weight, tokens, "
+             "max_repetition)",
+             Where(o), key);
+      }
+    }
+    out.push_back(std::move(src));
+  }
+  return out;
+}
+
+void ApplyField(RunConfig& c, const Field& f, const Entry& e) {
+  void* p = f.ref(c);
+  const std::string& o = e.origin;
+  switch (f.kind) {
+    case Kind::kInt: *static_cast<int64_t*>(p) = ParseInt(o, e.key, e.value); break;
+    case Kind::kUint: {
+      int64_t v = ParseInt(o, e.key, e.value, Kind::kUint);
+      Require(v >= 0, "{}config key '{}': expected a non-negative integer, got {}", Where(o),
+              e.key, v);
+      *static_cast<uint64_t*>(p) = static_cast<uint64_t>(v);
+      break;
+    }
+    case Kind::kDouble: *static_cast<double*>(p) = ParseDouble(o, e.key, e.value); break;
+    case Kind::kBool: *static_cast<bool*>(p) = ParseBool(o, e.key, e.value); break;
+    case Kind::kString: *static_cast<std::string*>(p) = ParseString(o, e.key, e.value); break;
+    case Kind::kPath:
+      *static_cast<std::string*>(p) =
+          ResolvePath(ParseString(o, e.key, e.value, Kind::kPath), e.base);
+      break;
+    case Kind::kStringList:
+      *static_cast<std::vector<std::string>*>(p) =
+          ParseList(o, e.key, e.value, f.kind,
+                    [&](const YAML::Node& n) { return ParseString(o, e.key, n, f.kind); });
+      break;
+    case Kind::kPathList:
+      *static_cast<std::vector<std::string>*>(p) =
+          ParseList(o, e.key, e.value, f.kind, [&](const YAML::Node& n) {
+            return ResolvePath(ParseString(o, e.key, n, f.kind), e.base);
+          });
+      break;
+    case Kind::kDoubleList:
+      *static_cast<std::vector<double>*>(p) = ParseList(
+          o, e.key, e.value, f.kind, [&](const YAML::Node& n) { return ParseDouble(o, e.key, n); });
+      break;
+    case Kind::kMixture:
+      *static_cast<std::vector<RunConfig::MixtureSource>*>(p) = ParseMixture(e);
+      break;
+  }
+}
+
+nlohmann::json ModelValue(const ModelKey& mk, const Entry& e) {
+  const std::string& o = e.origin;
+  if (mk.nullable && e.value.IsNull()) return nullptr;
+  switch (mk.kind) {
+    case Kind::kInt: return ParseInt(o, e.key, e.value);
+    case Kind::kDouble: return ParseDouble(o, e.key, e.value);
+    case Kind::kBool: return ParseBool(o, e.key, e.value);
+    case Kind::kStringList:
+      return ParseList(o, e.key, e.value, mk.kind,
+                       [&](const YAML::Node& n) { return ParseString(o, e.key, n); });
+    default: return ParseString(o, e.key, e.value);
+  }
+}
+
+// Builds the model from model.hf_config (the base) and inline HF keys (which win).
+ModelConfig ResolveModel(const std::vector<Entry>& entries, const std::string& source) {
+  nlohmann::json j;
+  std::string hf_path;
+  std::map<std::string, nlohmann::json> inline_keys;
+  for (const Entry& e : entries) {
+    if (e.key == "model.hf_config") {
+      hf_path = ResolvePath(ParseString(e.origin, e.key, e.value, Kind::kPath), e.base);
+    } else if (e.key.rfind("model.", 0) == 0) {
+      const std::string k = e.key.substr(6);
+      inline_keys[k] = ModelValue(*FindModelKey(k), e);
+    }
+  }
+  Require(!hf_path.empty() || !inline_keys.empty(),
+          "{}config section 'model' is missing: give model.hf_config (a Hugging Face config.json) "
+          "or the shape inline ({})",
+          Where(source), KnownKeysOf("model"));
+  if (!hf_path.empty()) {
+    std::string text = ReadFile(hf_path);
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& ex) {
+      Fail("config key 'model.hf_config': {} is not valid JSON: {}", hf_path, ex.what());
+    }
+    Require(j.is_object(), "config key 'model.hf_config': {} is not a JSON object", hf_path);
+  } else {
+    j = nlohmann::json::object();
+    j["model_type"] = "olmo3";
+    j["hidden_act"] = "silu";
+    j["tie_word_embeddings"] = false;
+    j["attention_bias"] = false;
+  }
+  // Changing the depth inline without new layer_types means "the default pattern for that depth".
+  if (inline_keys.count("num_hidden_layers") && !inline_keys.count("layer_types"))
+    j.erase("layer_types");
+  for (auto& [k, v] : inline_keys) j[k] = v;
+  const std::string name = hf_path.empty() ? "config section 'model'" : hf_path;
+  return ModelConfig::FromHfJson(j, name);
+}
+
+void Validate(RunConfig& c, const std::string& origin) {
+  const std::string w = Where(origin);
+  auto positive = [&](int64_t v, const char* key) {
+    Require(v > 0, "{}config key '{}': expected a positive integer, got {}", w, key, v);
+  };
+  auto non_negative = [&](int64_t v, const char* key) {
+    Require(v >= 0, "{}config key '{}': expected >= 0, got {}", w, key, v);
+  };
+  positive(c.data.seq_len, "data.seq_len");
+  positive(c.train.max_steps, "train.max_steps");
+  positive(c.train.global_batch_instances, "train.global_batch_instances");
+  non_negative(c.train.micro_batch_instances, "train.micro_batch_instances");
+  if (c.train.micro_batch_instances == 0)
+    c.train.micro_batch_instances = c.train.global_batch_instances;
+  Require(c.train.global_batch_instances % c.train.micro_batch_instances == 0,
+          "{}config key 'train.micro_batch_instances': {} does not divide "
+          "train.global_batch_instances ({})",
+          w, c.train.micro_batch_instances, c.train.global_batch_instances);
+  non_negative(c.train.threads, "train.threads");
+  positive(c.train.log_interval, "train.log_interval");
+  Require(c.train.z_loss_multiplier >= 0,
+          "{}config key 'train.z_loss_multiplier': expected >= 0, got {}", w,
+          c.train.z_loss_multiplier);
+  positive(c.train.skip_step.window, "train.skip_step.window");
+  Require(c.train.skip_step.min_history >= 3,
+          "{}config key 'train.skip_step.min_history': expected >= 3 (std needs 2 values), got {}",
+          w, c.train.skip_step.min_history);
+  Require(c.train.skip_step.sigma > 0, "{}config key 'train.skip_step.sigma': expected > 0", w);
+  if (!c.data.mixture.empty()) {
+    Require(c.data.paths.empty(),
+            "{}config keys 'data.paths' and 'data.mixture': give one of them, not both", w);
+    std::set<std::string> names;
+    for (size_t i = 0; i < c.data.mixture.size(); ++i) {
+      const RunConfig::MixtureSource& m = c.data.mixture[i];
+      const std::string at = fmt::format("data.mixture[{}]", i);
+      Require(!m.name.empty() && names.insert(m.name).second,
+              "{}config key '{}.name': expected a unique, non-empty name", w, at);
+      Require(!m.paths.empty(), "{}config key '{}.paths': expected at least one path", w, at);
+      Require(m.max_repetition >= 1, "{}config key '{}.max_repetition': expected >= 1, got {}", w,
+              at, m.max_repetition);
+      if (c.data.mixture_tokens > 0) {
+        Require(m.weight > 0, "{}config key '{}.weight': expected > 0 (data.mixture_tokens splits "
+                "by weight), got {}", w, at, m.weight);
+      } else {
+        Require(m.tokens > 0, "{}config key '{}.tokens': expected > 0 (or set "
+                "data.mixture_tokens and weights), got {}", w, at, m.tokens);
+      }
+    }
+  }
+  Require(c.data.mixture_tokens >= 0, "{}config key 'data.mixture_tokens': expected >= 0", w);
+  Require(c.data.mixture_seed >= 0, "{}config key 'data.mixture_seed': expected >= 0", w);
+  Require(c.data.dtype == "uint32" || c.data.dtype == "uint16",
+          "{}config key 'data.dtype': expected uint32 or uint16, got '{}'", w, c.data.dtype);
+  Require(c.data.dtype == "uint32" || c.model.vocab_size <= 65536,
+          "{}config key 'data.dtype': uint16 cannot hold ids of a {}-row vocabulary", w,
+          c.model.vocab_size);
+  Require(c.optim.betas.size() == 2 && c.optim.betas[0] >= 0 && c.optim.betas[0] < 1 &&
+              c.optim.betas[1] >= 0 && c.optim.betas[1] < 1,
+          "{}config key 'optim.betas': expected [beta1, beta2] with both in [0, 1)", w);
+  Require(c.optim.eps > 0, "{}config key 'optim.eps': expected > 0, got {}", w, c.optim.eps);
+  Require(c.optim.weight_decay >= 0, "{}config key 'optim.weight_decay': expected >= 0, got {}",
+          w, c.optim.weight_decay);
+  Require(c.optim.max_grad_norm >= 0, "{}config key 'optim.max_grad_norm': expected >= 0, got {}",
+          w, c.optim.max_grad_norm);
+  c.optim.schedule.type = ParseScheduleType(c.optim.schedule_type, "optim.schedule.type");
+  if (c.optim.schedule.t_max == 0 && c.optim.schedule.type != ScheduleType::kConstant)
+    c.optim.schedule.t_max = c.train.max_steps;
+  ValidateSchedule(c.optim.schedule, c.optim.lr);
+  non_negative(c.checkpoint.interval, "checkpoint.interval");
+  positive(c.checkpoint.keep, "checkpoint.keep");
+  non_negative(c.eval.interval, "eval.interval");
+  Require(c.eval.tokenizer == "dolma2" || c.eval.tokenizer == "bytes",
+          "{}config key 'eval.tokenizer': expected dolma2 or bytes, got '{}'", w, c.eval.tokenizer);
+  Require(c.eval.leak_guard == "stop" || c.eval.leak_guard == "warn" || c.eval.leak_guard == "off",
+          "{}config key 'eval.leak_guard': expected stop, warn or off, got '{}'", w, c.eval.leak_guard);
+  non_negative(c.fault.kill_at_step, "fault.kill_at_step");
+  non_negative(c.fault.kill_in_checkpoint, "fault.kill_in_checkpoint");
+  Require(c.fault.kill_in_checkpoint_phase == "files" ||
+              c.fault.kill_in_checkpoint_phase == "before_done",
+          "{}config key 'fault.kill_in_checkpoint_phase': expected files or before_done, got '{}'",
+          w, c.fault.kill_in_checkpoint_phase);
+  (void)c.optim.AdamW();
+}
+
+// --- canonical rendering ---
+
+std::string Num(double v) { return fmt::format("{}", v); }
+
+void EmitValue(YAML::Emitter& e, Kind kind, const void* p) {
+  switch (kind) {
+    case Kind::kInt: e << *static_cast<const int64_t*>(p); break;
+    case Kind::kUint: e << *static_cast<const uint64_t*>(p); break;
+    case Kind::kDouble: e << Num(*static_cast<const double*>(p)); break;
+    case Kind::kBool: e << (*static_cast<const bool*>(p) ? "true" : "false"); break;
+    case Kind::kString:
+    case Kind::kPath: e << YAML::DoubleQuoted << *static_cast<const std::string*>(p); break;
+    case Kind::kStringList:
+    case Kind::kPathList:
+      e << YAML::Flow << YAML::BeginSeq;
+      for (const auto& s : *static_cast<const std::vector<std::string>*>(p))
+        e << YAML::DoubleQuoted << s;
+      e << YAML::EndSeq;
+      break;
+    case Kind::kDoubleList:
+      e << YAML::Flow << YAML::BeginSeq;
+      for (double d : *static_cast<const std::vector<double>*>(p)) e << Num(d);
+      e << YAML::EndSeq;
+      break;
+    case Kind::kMixture: {
+      const auto& sources = *static_cast<const std::vector<RunConfig::MixtureSource>*>(p);
+      if (sources.empty()) e << YAML::Flow;
+      e << YAML::BeginSeq;
+      for (const auto& m : sources) {
+        e << YAML::Flow << YAML::BeginMap;
+        e << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << m.name;
+        e << YAML::Key << "paths" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& path : m.paths) e << YAML::DoubleQuoted << path;
+        e << YAML::EndSeq;
+        e << YAML::Key << "weight" << YAML::Value << Num(m.weight);
+        e << YAML::Key << "tokens" << YAML::Value << m.tokens;
+        e << YAML::Key << "max_repetition" << YAML::Value << Num(m.max_repetition);
+        e << YAML::EndMap;
+      }
+      e << YAML::EndSeq;
+      break;
+    }
+  }
+}
+
+// The model section as HF keys, in ModelKeys() order.
+std::vector<std::pair<std::string, std::string>> ModelCanonical(const ModelConfig& m) {
+  auto id = [](int64_t v) { return v < 0 ? std::string("null") : std::to_string(v); };
+  std::string types = "[";
+  for (size_t i = 0; i < m.layer_types.size(); ++i)
+    types += std::string(i ? ", " : "") +
+             (m.layer_types[i] == AttentionType::kSliding ? "sliding_attention" : "full_attention");
+  types += "]";
+  return {
+      {"model_type", m.model_type},
+      {"vocab_size", std::to_string(m.vocab_size)},
+      {"hidden_size", std::to_string(m.hidden_size)},
+      {"intermediate_size", std::to_string(m.intermediate_size)},
+      {"num_hidden_layers", std::to_string(m.num_layers)},
+      {"num_attention_heads", std::to_string(m.num_heads)},
+      {"num_key_value_heads", std::to_string(m.num_kv_heads)},
+      {"head_dim", std::to_string(m.head_dim)},
+      {"rms_norm_eps", Num(m.rms_norm_eps)},
+      {"rope_theta", Num(m.rope_theta)},
+      {"sliding_window", m.sliding_window > 0 ? std::to_string(m.sliding_window) : "null"},
+      {"layer_types", types},
+      {"max_position_embeddings",
+       m.max_position_embeddings > 0 ? std::to_string(m.max_position_embeddings) : "null"},
+      {"initializer_range", Num(m.initializer_range)},
+      {"tie_word_embeddings", m.tie_word_embeddings ? "true" : "false"},
+      {"pad_token_id", id(m.pad_token_id)},
+      {"eos_token_id", id(m.eos_token_id)},
+      {"bos_token_id", id(m.bos_token_id)},
+  };
+}
+
+std::string Render(const RunConfig& c, bool trajectory_only) {
+  RunConfig& mc = const_cast<RunConfig&>(c);  // Field::ref is non-const; nothing is written
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  for (const auto& [k, v] : ModelCanonical(c.model)) {
+    e << YAML::Key << k << YAML::Value;
+    if (k == "model_type") {
+      e << YAML::DoubleQuoted << v;
+    } else if (k == "layer_types") {
+      e << YAML::Flow << YAML::BeginSeq;
+      for (AttentionType t : c.model.layer_types)
+        e << (t == AttentionType::kSliding ? "sliding_attention" : "full_attention");
+      e << YAML::EndSeq;
+    } else if (v == "null") {
+      e << YAML::Null;
+    } else {
+      e << v;
+    }
+  }
+  e << YAML::EndMap;
+  std::vector<std::string> open;  // currently open nested sections
+  for (const Field& f : Fields()) {
+    if (trajectory_only && !f.trajectory) continue;
+    std::vector<std::string> parts;
+    std::string k = f.key;
+    for (size_t pos; (pos = k.find('.')) != std::string::npos; k = k.substr(pos + 1))
+      parts.push_back(k.substr(0, pos));
+    size_t common = 0;
+    while (common < open.size() && common < parts.size() && open[common] == parts[common])
+      ++common;
+    while (open.size() > common) {
+      e << YAML::EndMap;
+      open.pop_back();
+    }
+    for (size_t i = common; i < parts.size(); ++i) {
+      e << YAML::Key << parts[i] << YAML::Value << YAML::BeginMap;
+      open.push_back(parts[i]);
+    }
+    e << YAML::Key << k << YAML::Value;
+    EmitValue(e, f.kind, f.ref(mc));
+  }
+  while (!open.empty()) {
+    e << YAML::EndMap;
+    open.pop_back();
+  }
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+RunConfig Build(const YAML::Node& root, const std::string& base, const std::string& source,
+                const std::vector<std::string>& overrides) {
+  std::vector<Entry> entries;
+  if (root.IsDefined() && !root.IsNull()) {
+    Require(root.IsMap(), "{}: expected a YAML mapping of sections (model, data, train, optim, ...)",
+            source);
+    Collect(root, "", base, source, entries);
+  }
+  for (const std::string& o : overrides) entries.push_back(ParseOverride(o));
+  RunConfig c;
+  c.source = source;
+  c.model = ResolveModel(entries, source);
+  for (const Entry& e : entries) {
+    if (e.key.rfind("model.", 0) == 0) continue;
+    ApplyField(c, *FindField(e.key), e);
+  }
+  Validate(c, source);
+  return c;
+}
+
+}  // namespace
+
+AdamWConfig RunConfig::Optim::AdamW() const {
+  AdamWConfig a;
+  a.beta1 = betas.at(0);
+  a.beta2 = betas.at(1);
+  a.eps = eps;
+  a.weight_decay = weight_decay;
+  a.max_grad_norm = max_grad_norm;
+  a.no_decay = no_decay;
+  return a;
+}
+
+RunConfig RunConfig::Load(const std::string& path, const std::vector<std::string>& overrides) {
+  const std::string text = ReadFile(path);
+  const std::string base = fs::absolute(fs::path(path)).parent_path().string();
+  return FromYaml(text, base, overrides, path);
+}
+
+RunConfig RunConfig::FromYaml(const std::string& text, const std::string& base_dir,
+                              const std::vector<std::string>& overrides,
+                              const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& ex) {
+    Fail("{}: invalid YAML at line {}, column {}: {}", source, ex.mark.line + 1,
+         ex.mark.column + 1, ex.msg);
+  }
+  return Build(root, base_dir, source, overrides);
+}
+
+std::string RunConfig::Canonical() const { return Render(*this, false); }
+std::string RunConfig::Hash() const { return Sha256Hex(Canonical()); }
+std::string RunConfig::TrajectoryHash() const { return Sha256Hex(Render(*this, true)); }
+
+std::vector<std::string> TrajectoryDifferences(const RunConfig& a, const RunConfig& b) {
+  std::vector<std::string> diffs;
+  auto ma = ModelCanonical(a.model), mb = ModelCanonical(b.model);
+  for (size_t i = 0; i < ma.size(); ++i)
+    if (ma[i].second != mb[i].second) diffs.push_back("model." + ma[i].first);
+  RunConfig& ca = const_cast<RunConfig&>(a);
+  RunConfig& cb = const_cast<RunConfig&>(b);
+  for (const Field& f : Fields()) {
+    if (!f.trajectory) continue;
+    YAML::Emitter ea, eb;
+    EmitValue(ea, f.kind, f.ref(ca));
+    EmitValue(eb, f.kind, f.ref(cb));
+    if (std::string(ea.c_str()) != std::string(eb.c_str())) diffs.push_back(f.key);
+  }
+  return diffs;
+}
+
+std::vector<ConfigKeyInfo> ConfigKeys() {
+  std::vector<ConfigKeyInfo> out;
+  out.push_back({"model.hf_config", KindName(Kind::kPath),
+                 "Hugging Face config.json giving the model shape (inline keys override it)",
+                 true});
+  for (const ModelKey& k : ModelKeys())
+    out.push_back({std::string("model.") + k.key, KindName(k.kind), "Hugging Face config field",
+                   true});
+  for (const Field& f : Fields()) out.push_back({f.key, KindName(f.kind), f.help, f.trajectory});
+  return out;
+}
+
+}  // namespace replica

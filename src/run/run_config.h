@@ -1,0 +1,127 @@
+// RunConfig: what a training run is, read from YAML (yaml-cpp) with `--set key=value` overrides
+// (docs/config.md lists every key). Promises:
+//   - every key is known: an unknown key is refused by its full dotted path, a value of the wrong
+//     type is refused naming the key and the expected type, an inconsistent value (global batch not
+//     a multiple of the micro-batch, warmup past t_max, ...) is refused naming the key;
+//   - relative paths in a config file are resolved against that file's directory, relative paths
+//     given with --set against the current directory; the resolved config holds absolute paths;
+//   - Canonical() is a complete, self-contained YAML rendering (every key, defaults filled in, the
+//     model shape inline) that loads back to the same config; Hash() is its sha256;
+//   - TrajectoryHash() covers only the keys that change the training math (model, init, data
+//     order, batch, loss, optimizer, schedule): a run may resume with a different max_steps, thread
+//     count, checkpoint or eval setting, but not with a different trajectory.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+#include "optim/adamw.h"
+#include "optim/schedule.h"
+#include "optim/skip_step.h"
+
+namespace replica {
+
+struct RunConfig {
+  ModelConfig model;
+
+  struct Init {
+    uint64_t seed = 0;              // parameter init RNG seed (OLMo-core init_seed default 0)
+                                    // (std = model.initializer_range, OLMo-core's 0.02)
+    std::string from_checkpoint;    // start from these weights (checkpoint dir or HF dir)
+    bool reset_step = true;         // stage 1 -> 2: fresh step/tokens/data/schedule
+    bool load_optimizer = true;     // take Adam m, v and t from the checkpoint
+  } init;
+
+  // One source of a data mixture (data/mixture.h has the selection rule).
+  struct MixtureSource {
+    std::string name;
+    std::vector<std::string> paths;  // token files or globs
+    double weight = 0;               // share of data.mixture_tokens
+    int64_t tokens = 0;              // own budget when data.mixture_tokens is 0
+    double max_repetition = 1.0;     // >= 1: may be up-sampled this many times
+  };
+
+  struct Data {
+    std::vector<std::string> paths;  // token files or globs (sorted expansion), in mix order
+    std::vector<MixtureSource> mixture;  // instead of paths: a weighted mixture
+    int64_t mixture_tokens = 0;
+    int64_t mixture_seed = 0;
+    int64_t seq_len = 0;
+    int64_t seed = 0;
+    std::string dtype = "uint32";   // uint32 | uint16
+    bool check_vocab = true;        // refuse token ids >= model.vocab_size
+  } data;
+
+  struct Train {
+    int64_t max_steps = 0;
+    int64_t global_batch_instances = 0;
+    int64_t micro_batch_instances = 0;  // 0 = the global batch (one micro-batch)
+    int64_t threads = 0;                // 0 = all cores
+    double z_loss_multiplier = 1e-5;
+    SkipStepConfig skip_step;
+    int64_t log_interval = 1;           // progress line every N steps (metrics: every step)
+  } train;
+
+  struct Optim {
+    double lr = 0;
+    std::vector<double> betas = {0.9, 0.95};
+    double eps = 1e-8;
+    double weight_decay = 0.1;
+    double max_grad_norm = 1.0;
+    std::vector<std::string> no_decay = {"model.embed_tokens.weight"};
+    std::string schedule_type = "cosine";
+    ScheduleConfig schedule;  // type resolved from schedule_type
+    AdamWConfig AdamW() const;
+  } optim;
+
+  struct Checkpoint {
+    int64_t interval = 0;  // steps between checkpoints; 0 = only at the end
+    int64_t keep = 2;      // newest complete checkpoints kept
+  } checkpoint;
+
+  struct Eval {
+    int64_t interval = 0;             // steps between evaluations; 0 = only at the end
+    std::vector<std::string> sets;    // JSONL perplexity sets
+    std::string tokenizer = "dolma2";  // dolma2 | bytes (tiny test vocabularies)
+    // Leak guard (src/eval/leak_guard.h): scan every emitted batch against eval.sets + eval.canaries.
+    std::string leak_guard = "stop";  // stop | warn | off
+    std::string canaries;             // registered canary set (JSONL of token ids); "" = none
+  } eval;
+
+  struct Fault {
+    int64_t kill_at_step = 0;        // abort (SIGKILL itself) right after this step's metrics
+    int64_t kill_in_checkpoint = 0;  // abort in the middle of writing this step's checkpoint
+    std::string kill_in_checkpoint_phase = "files";  // files | before_done (see train/fault.h)
+  } fault;
+
+  std::string source;  // the file it was read from ("" for a string)
+
+  // Reads `path` and applies `overrides` ("a.b=value", value parsed as YAML), in order.
+  static RunConfig Load(const std::string& path, const std::vector<std::string>& overrides = {});
+  // The same from YAML text; relative paths resolve against `base_dir`.
+  static RunConfig FromYaml(const std::string& text, const std::string& base_dir,
+                            const std::vector<std::string>& overrides = {},
+                            const std::string& source = "<string>");
+
+  std::string Canonical() const;
+  std::string Hash() const;            // sha256 hex of Canonical()
+  std::string TrajectoryHash() const;  // sha256 hex of the trajectory keys' canonical values
+
+  int64_t NumMicroBatches() const {
+    return train.global_batch_instances / train.micro_batch_instances;
+  }
+  int64_t TokensPerStep() const { return train.global_batch_instances * data.seq_len; }
+};
+
+// Trajectory keys whose canonical values differ between a and b (dotted paths; "model.*" keys too).
+std::vector<std::string> TrajectoryDifferences(const RunConfig& a, const RunConfig& b);
+
+// Every settable key with its type and a one-line description, for --help and docs.
+struct ConfigKeyInfo {
+  std::string key, type, help;
+  bool trajectory;
+};
+std::vector<ConfigKeyInfo> ConfigKeys();
+
+}  // namespace replica

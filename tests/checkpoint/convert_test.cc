@@ -1,0 +1,147 @@
+// replica convert's core: HF -> checkpoint -> HF round trips exactly in F32, BF16 export rounds
+// each value to nearest even, sharded output, run directories export their newest valid
+// checkpoint, and wrong destinations are refused.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/log.h"
+#include "hf/hf_checkpoint.h"
+#include "model/model_config.h"
+#include "checkpoint/convert.h"
+#include "checkpoint/format.h"
+#include "checkpoint/reader.h"
+#include "checkpoint/writer.h"
+
+namespace fs = std::filesystem;
+
+namespace replica {
+namespace {
+
+const std::string kFixture = std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-gqa";
+
+class ConvertTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SetLogLevel(LogLevel::kError);
+    dir_ = fs::temp_directory_path() /
+           fmt::format("replica_convert_{}_{}", ::getpid(),
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string P(const std::string& name) const { return (dir_ / name).string(); }
+  ConvertResult Run(const std::string& from, const std::string& to, DType dtype = DType::kF32,
+                    uint64_t shard = 5000ull * 1000 * 1000) {
+    ConvertOptions o;
+    o.from = from;
+    o.to = to;
+    o.dtype = dtype;
+    o.max_shard_bytes = shard;
+    return Convert(o);
+  }
+  fs::path dir_;
+};
+
+// Every tensor of `a` has the same name, shape and bits (as F32) in `b`, and vice versa.
+void ExpectSameWeights(const std::string& a, const std::string& b) {
+  HfCheckpoint ca = HfCheckpoint::Open(a), cb = HfCheckpoint::Open(b);
+  ASSERT_EQ(ca.tensors().size(), cb.tensors().size());
+  for (const TensorInfo* t : ca.tensors()) {
+    const TensorInfo* u = cb.Find(t->name);
+    ASSERT_NE(u, nullptr) << t->name;
+    EXPECT_EQ(t->shape, u->shape) << t->name;
+    std::vector<float> va = ca.ReadF32(t->name), vb = cb.ReadF32(t->name);
+    ASSERT_EQ(va.size(), vb.size());
+    EXPECT_EQ(std::memcmp(va.data(), vb.data(), va.size() * sizeof(float)), 0) << t->name;
+  }
+}
+
+TEST_F(ConvertTest, HfToCheckpointToHfIsExactInF32) {
+  ConvertResult imp = Run(kFixture, P("ckpt"));
+  EXPECT_EQ(imp.direction, ConvertDirection::kHfToCheckpoint);
+  EXPECT_EQ(imp.tensors, 91);
+  EXPECT_NO_THROW(VerifyCheckpoint(P("ckpt")));
+  Checkpoint c = Checkpoint::Open(P("ckpt"));
+  EXPECT_FALSE(c.has_optimizer());
+  EXPECT_FALSE(c.has_state());
+  EXPECT_EQ(ModelConfig::FromHfJson(c.model_config(), "ckpt").ToHfJson(),
+            ModelConfig::FromHfFile(kFixture + "/config.json").ToHfJson());
+  ExpectSameWeights(kFixture, P("ckpt"));
+
+  ConvertResult exp = Run(P("ckpt"), P("hf"));
+  EXPECT_EQ(exp.direction, ConvertDirection::kCheckpointToHf);
+  ExpectSameWeights(kFixture, P("hf"));
+  Run(P("hf"), P("ckpt2"));
+  ExpectSameWeights(P("ckpt"), P("ckpt2"));
+}
+
+TEST_F(ConvertTest, Bf16ExportRoundsEachValueAndShards) {
+  Run(kFixture, P("ckpt"));
+  Run(P("ckpt"), P("hf"), DType::kBF16, /*shard=*/300000);
+  HfCheckpoint out = HfCheckpoint::Open(P("hf"));
+  EXPECT_TRUE(out.sharded());
+  EXPECT_GT(out.num_shards(), 1u);
+  HfCheckpoint in = HfCheckpoint::Open(kFixture);
+  for (const TensorInfo* t : in.tensors()) {
+    EXPECT_EQ(out.Get(t->name).dtype, DType::kBF16);
+    std::vector<float> src = in.ReadF32(t->name), got = out.ReadF32(t->name);
+    for (size_t i = 0; i < src.size(); ++i)
+      ASSERT_EQ(got[i], Bf16ToF32(F32ToBf16(src[i]))) << t->name << "[" << i << "]";
+  }
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(P("hf") + "/config.json"))["torch_dtype"],
+            "bfloat16");
+  EXPECT_THROW(Run(P("hf"), P("ckpt_bf16"), DType::kBF16), Error);  // checkpoints are F32
+}
+
+TEST_F(ConvertTest, RunDirectoryExportsNewestValidCheckpoint) {
+  const ModelConfig config = ModelConfig::FromHfFile(kFixture + "/config.json");
+  const ParamLayout layout = config.BuildLayout();
+  HfCheckpoint in = HfCheckpoint::Open(kFixture);
+  FlatBuffer params(layout.total_floats()), m(layout.total_floats()), v(layout.total_floats());
+  for (const ParamView& view : layout.views())
+    in.ReadF32Into(view.name, params.data() + view.offset, view.numel);
+  {
+    CheckpointWriter w({.run_dir = P("run"), .keep = 0});
+    w.Save(10, layout, params, m, v, 10, {{"step", 10}}, config.ToHfJson());
+    w.Wait();
+    params.data()[0] += 1.0f;  // step 20 differs from the fixture in one value
+    w.Save(20, layout, params, m, v, 20, {{"step", 20}}, config.ToHfJson());
+    w.Finish();
+  }
+  fs::remove(fs::path(P("run")) / "checkpoints" / CheckpointDirName(20) / "DONE");
+  ConvertResult r = Run(P("run"), P("hf"));
+  EXPECT_EQ(r.step, 10);
+  ExpectSameWeights(kFixture, P("hf"));
+}
+
+TEST_F(ConvertTest, RefusesBadSourcesAndDestinations) {
+  Run(kFixture, P("ckpt"));
+  fs::create_directories(P("other"));
+  std::ofstream(P("other") + "/notes.txt") << "keep me";
+  EXPECT_THROW(Run(kFixture, P("other")), Error);  // not a checkpoint: never replaced
+  EXPECT_TRUE(fs::exists(P("other") + "/notes.txt"));
+  EXPECT_THROW(Run(P("ckpt"), P("ckpt")), Error);
+  EXPECT_THROW(Run(P("nothing"), P("x")), Error);
+  EXPECT_THROW(Run(P("other"), P("x")), Error);
+  // A model whose config does not match its weights.
+  fs::create_directories(P("bad"));
+  fs::copy_file(kFixture + "/model.safetensors", P("bad") + "/model.safetensors");
+  fs::copy_file(std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-mha/config.json",
+                P("bad") + "/config.json");
+  try {
+    Run(P("bad"), P("x"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.embed_tokens.weight"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace replica
