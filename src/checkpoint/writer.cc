@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/clock.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -15,10 +16,6 @@ namespace fs = std::filesystem;
 
 namespace replica {
 namespace {
-
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
 
 void RemoveAllQuietly(const std::string& path) {
   std::error_code ec;
@@ -227,7 +224,7 @@ void CheckpointWriter::Save(int64_t step, const ParamLayout& layout, const FlatB
     ParallelCopy(params_.data(), params.data(), n);
     ParallelCopy(m_.data(), adam_m.data(), n);
     ParallelCopy(v_.data(), adam_v.data(), n);
-    pending_snapshot_seconds_ = Seconds(t0);
+    pending_snapshot_seconds_ = SecondsSince(t0);
     c.layout = &layout_;
     c.params = params_.data();
     c.adam_m = m_.data();
@@ -261,7 +258,7 @@ void CheckpointWriter::Run(CheckpointContents c, std::string final_dir) {
     s.step = c.step;
     s.dir = final_dir;
     s.snapshot_seconds = pending_snapshot_seconds_;
-    s.write_seconds = Seconds(t0);
+    s.write_seconds = SecondsSince(t0);
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(final_dir, ec))
       if (entry.is_regular_file(ec)) s.bytes += entry.file_size(ec);

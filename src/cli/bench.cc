@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/profile.h"
@@ -26,12 +27,6 @@
 #include "optim/adamw.h"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 struct PeakGemm {
   int64_t size = 0;
@@ -52,9 +47,9 @@ PeakGemm MeasurePeak(int64_t n) {
     run();
     double best = 1e300;
     for (int i = 0; i < 3; ++i) {
-      auto t0 = Clock::now();
+      auto t0 = replica::Clock::now();
       run();
-      best = std::min(best, Seconds(t0, Clock::now()));
+      best = std::min(best, replica::SecondsSince(t0));
     }
     return flops / best / 1e9;
   };
@@ -109,22 +104,22 @@ int RunBench(const BenchArgs& a) {
   for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
     const bool warm = s < a.warmup;
     if (s == a.warmup) replica::ProfileReset();  // profile the timed steps only
-    auto t0 = Clock::now();
+    auto t0 = replica::Clock::now();
     model.grads().Zero();
-    replica::LossSums sums =
+    replica::CrossEntropySums sums =
         model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5);
-    auto t1 = Clock::now();
+    auto t1 = replica::Clock::now();
     const double norm = replica::GlobalGradNorm(model.grads());
     adamw.Step(model.params(), model.grads(), 3e-4,
                replica::ClipCoefficient(norm, adamw_config.max_grad_norm));
-    const double dt = Seconds(t0, Clock::now());
+    const double dt = replica::SecondsSince(t0);
     loss = sums.ce_sum / static_cast<double>(sums.tokens);
     if (s == 0) first_loss = loss;
     REPLICA_LOG_INFO("bench step {}{}: {:.3f} s (forward+backward {:.3f} s), ce loss {:.4f}", s,
-                     warm ? " (warm-up)" : "", dt, Seconds(t0, t1), loss);
+                     warm ? " (warm-up)" : "", dt, replica::SecondsBetween(t0, t1), loss);
     if (!warm) {
       times.push_back(dt);
-      fwd_bwd_times.push_back(Seconds(t0, t1));
+      fwd_bwd_times.push_back(replica::SecondsBetween(t0, t1));
     }
   }
   auto median = [](std::vector<double> v) {

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "tokenizer/text_reader.h"
+#include "core/clock.h"
 #include "tokenizer/tokenizer_batch.h"
 #include "tokenizer/tokenizer_registry.h"
 

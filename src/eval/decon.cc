@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/mmap.h"
 
@@ -16,14 +17,6 @@ namespace {
 std::vector<uint32_t> ToU32(const std::vector<int32_t>& v) { return {v.begin(), v.end()}; }
 
 constexpr size_t kChunkTokens = size_t{1} << 20;
-
-// CPU time of the calling thread: throughput per core that other processes on a shared machine
-// do not distort (wall time is reported too).
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 }  // namespace
 

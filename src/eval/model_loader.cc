@@ -54,7 +54,7 @@ LossFn ModelLossFn(Olmo3Model& model) {
     for (int64_t i = 0; i < B * T; ++i) {
       Require(tokens[i] >= 0 && tokens[i] < V,
               "eval: token id {} is outside the model's vocabulary of {} (wrong --tokenizer?)", tokens[i], V);
-      Require(labels[i] == kIgnoreIndex || (labels[i] >= 0 && labels[i] < V),
+      Require(labels[i] == kIgnoreLabel || (labels[i] >= 0 && labels[i] < V),
               "eval: token id {} is outside the model's vocabulary of {} (wrong --tokenizer?)", labels[i], V);
     }
     return model.ForwardLoss(tokens, labels, B, T);

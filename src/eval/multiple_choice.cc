@@ -72,9 +72,9 @@ McResult EvaluateMultipleChoice(const std::vector<McPrepared>& items, const Loss
     std::vector<double> scores;
     for (const McRequest& req : item.choices) {
       const int64_t T = static_cast<int64_t>(req.query.size());
-      labels.assign(static_cast<size_t>(T), kIgnoreIndex);
+      labels.assign(static_cast<size_t>(T), kIgnoreLabel);
       for (size_t i = 0; i < req.cont.size(); ++i) labels[req.ctx_len - 1 + i] = req.cont[i];
-      LossSums s = loss(req.query.data(), labels.data(), 1, T);
+      CrossEntropySums s = loss(req.query.data(), labels.data(), 1, T);
       Require(s.tokens == static_cast<int64_t>(req.cont.size()),
               "multiple choice: the model scored {} tokens, expected {}", s.tokens, req.cont.size());
       scores.push_back(-s.ce_sum);

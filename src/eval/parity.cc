@@ -84,13 +84,13 @@ ParityReport RunParity(const ParityOptions& o) {
   if (labels_info) {
     const std::vector<int64_t> raw = ref.ReadI64("labels");
     for (int64_t i = 0; i < N; ++i) {
-      Require(raw[i] == kIgnoreIndex || (raw[i] >= 0 && raw[i] < V),
+      Require(raw[i] == kIgnoreLabel || (raw[i] >= 0 && raw[i] < V),
               "{}: labels[{}, {}] = {} is neither -100 nor in [0, {})", ref.path(), i / T, i % T,
               raw[i], V);
       labels[i] = static_cast<int32_t>(raw[i]);
     }
   } else {  // next-token labels, as transformers' model(input_ids, labels=input_ids)
-    for (int64_t i = 0; i < N; ++i) labels[i] = (i % T == T - 1) ? kIgnoreIndex : ids[i + 1];
+    for (int64_t i = 0; i < N; ++i) labels[i] = (i % T == T - 1) ? kIgnoreLabel : ids[i + 1];
   }
 
   Olmo3Model model(config, B, T);
@@ -116,7 +116,7 @@ ParityReport RunParity(const ParityOptions& o) {
         s.kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
         s.max_abs = std::max(s.max_abs, std::abs(static_cast<double>(a[v]) - r[v]));
       }
-      if (labels[i] != kIgnoreIndex) s.ce_ref = -lp_ref[labels[i]];
+      if (labels[i] != kIgnoreLabel) s.ce_ref = -lp_ref[labels[i]];
     }
   }
 
@@ -137,10 +137,10 @@ ParityReport RunParity(const ParityOptions& o) {
   rep.kl_mean /= static_cast<double>(N);
   rep.top1_agreement = static_cast<double>(agree) / static_cast<double>(N);
 
-  LossSums sums;
+  CrossEntropySums sums;
   if (o.grads) {
     int64_t n = 0;
-    for (int32_t y : labels) n += y != kIgnoreIndex;
+    for (int32_t y : labels) n += y != kIgnoreLabel;
     Require(n > 0, "{}: every label is -100, so there is no loss to differentiate",
             ref.path());
     model.grads().Zero();

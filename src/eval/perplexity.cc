@@ -50,7 +50,7 @@ PplResult EvaluatePerplexity(const std::vector<PplInstance>& instances, const Lo
     int64_t T = 0;
     for (size_t i = b0; i < b1; ++i) T = std::max<int64_t>(T, instances[i].tokens.size() - 1);
     tokens.assign(static_cast<size_t>(B * T), pad_id);
-    labels.assign(static_cast<size_t>(B * T), kIgnoreIndex);
+    labels.assign(static_cast<size_t>(B * T), kIgnoreLabel);
     int64_t expected = 0;
     for (size_t i = b0; i < b1; ++i) {
       const auto& x = instances[i].tokens;
@@ -63,7 +63,7 @@ PplResult EvaluatePerplexity(const std::vector<PplInstance>& instances, const Lo
       expected += static_cast<int64_t>(x.size()) - 1;
       r.truncated_docs += instances[i].truncated ? 1 : 0;
     }
-    LossSums s = loss(tokens.data(), labels.data(), B, T);
+    CrossEntropySums s = loss(tokens.data(), labels.data(), B, T);
     Require(s.tokens == expected, "perplexity: the model scored {} tokens, expected {}", s.tokens,
             expected);
     r.ce_sum += s.ce_sum;

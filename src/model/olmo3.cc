@@ -23,8 +23,6 @@
 
 namespace replica {
 
-static_assert(kIgnoreIndex == kIgnoreLabel, "model and LM-head op must agree on the ignore index");
-
 namespace {
 
 // Carves 64-byte aligned float regions out of one FlatBuffer: first counts, then hands out.
@@ -243,7 +241,7 @@ void Olmo3Model::Impl::Validate(const int32_t* tokens, const int32_t* labels, in
             "Olmo3Model: input id {} at [{}, {}] is outside the vocabulary [0, {})", tokens[i],
             i / T, i % T, V);
     if (labels) {
-      Require(labels[i] == kIgnoreIndex || (labels[i] >= 0 && labels[i] < V),
+      Require(labels[i] == kIgnoreLabel || (labels[i] >= 0 && labels[i] < V),
               "Olmo3Model: label {} at [{}, {}] is neither -100 nor in [0, {})", labels[i], i / T,
               i % T, V);
     }
@@ -330,7 +328,7 @@ const ParamLayout& Olmo3Model::layout() const { return impl_->layout; }
 FlatBuffer& Olmo3Model::params() { return impl_->params; }
 FlatBuffer& Olmo3Model::grads() { return impl_->grads; }
 
-LossSums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B,
+CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B,
                                      int64_t T, double grad_scale, double z_loss_multiplier) {
   Impl& m = *impl_;
   Require(labels != nullptr, "Olmo3Model::ForwardBackward: labels are required");
@@ -347,17 +345,17 @@ LossSums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_t* label
   for (int64_t l = m.L - 1; l >= 0; --l) m.LayerBackward(l, B, T);
   // x0 = embed_tokens[tokens]
   EmbeddingBackward(tokens, m.d.dres, N, m.V, D, m.dw.embed);
-  return {s.ce_sum, s.lse_sq_sum, s.tokens};
+  return s;
 }
 
-LossSums Olmo3Model::ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B,
+CrossEntropySums Olmo3Model::ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B,
                                  int64_t T) {
   Impl& m = *impl_;
   Require(labels != nullptr, "Olmo3Model::ForwardLoss: labels are required");
   m.Validate(tokens, labels, B, T);
   m.Forward(tokens, B, T);
   CrossEntropySums s = LmHeadLossForward(m.xf, m.w.lm_head, labels, B * T, m.D, m.V, m.lm_ws);
-  return {s.ce_sum, s.lse_sq_sum, s.tokens};
+  return s;
 }
 
 void Olmo3Model::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {

@@ -6,18 +6,10 @@
 #include <memory>
 
 #include "model/model_config.h"
+#include "ops/cpu/cross_entropy.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
-
-constexpr int32_t kIgnoreIndex = -100;
-
-// Sums over the non-ignored tokens of one micro-batch; the caller divides by the global count.
-struct LossSums {
-  double ce_sum = 0;      // Σ (lse - logit[label])
-  double lse_sq_sum = 0;  // Σ lse²   (z-loss before its multiplier)
-  int64_t tokens = 0;     // number of labels != -100
-};
 
 class Olmo3Model {
  public:
@@ -32,10 +24,10 @@ class Olmo3Model {
   // Forward and backward on tokens/labels [B, T] (B <= max_batch, T <= max_seq). Gradients of
   //   grad_scale · Σ_tokens (CE + z_loss_multiplier · lse²)
   // are ACCUMULATED (+=) into grads(). Returns the unscaled sums.
-  LossSums ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T,
+  CrossEntropySums ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T,
                            double grad_scale, double z_loss_multiplier);
   // Loss only: no logits tensor of [B, T, V] is formed.
-  LossSums ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T);
+  CrossEntropySums ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T);
   // Full logits [B, T, V] into `logits` (for parity and evaluation).
   void ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits);
 

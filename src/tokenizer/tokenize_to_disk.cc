@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/atomic_file.h"
 #include "core/checksum.h"
 #include "core/error.h"

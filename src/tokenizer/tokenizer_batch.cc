@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace replica {
@@ -57,13 +58,6 @@ std::vector<std::vector<uint32_t>> EncodeBatch(const Tokenizer& tokenizer,
     std::vector<uint32_t>().swap(parts[w]);
   }
   return ids;
-}
-
-double ProcessCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
-  return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
 }  // namespace replica

@@ -19,8 +19,5 @@ std::vector<std::vector<uint32_t>> EncodeBatch(
     const Tokenizer& tokenizer, std::span<const std::string_view> texts,
     size_t chunk_bytes = 1u << 20, const std::function<std::string(size_t)>& where = nullptr);
 
-// User + system CPU seconds of this process so far (getrusage). Throughput per CPU-second is the
-// per-core figure that stays meaningful when other processes share the cores.
-double ProcessCpuSeconds();
 
 }  // namespace replica

@@ -44,7 +44,7 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   out.lr = lr;
 
   int64_t local_n = 0;
-  for (int64_t i = 0; i < rows * T; ++i) local_n += labels[i] != kIgnoreIndex;
+  for (int64_t i = 0; i < rows * T; ++i) local_n += labels[i] != kIgnoreLabel;
   out.label_tokens = reducer_ ? reducer_->SumTokens(local_n) : local_n;
   Require(out.label_tokens > 0, "train step: the global batch has no labelled tokens");
   const double grad_scale = 1.0 / static_cast<double>(out.label_tokens);
@@ -63,7 +63,7 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
       std::memcpy(ids_.data() + i * T, ids + r * T, row_bytes);
       std::memcpy(labels_.data() + i * T, labels + r * T, row_bytes);
     }
-    const LossSums ls =
+    const CrossEntropySums ls =
         model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
     sums = acc_.Add(grads, {ls.ce_sum, ls.lse_sq_sum});
   }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/clock.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/profile.h"
@@ -34,12 +35,6 @@ namespace replica {
 namespace fs = std::filesystem;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 std::string Duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -341,7 +336,7 @@ TrainSummary Train(const TrainerOptions& opt) {
     const bool proceed = !o.skipped;
     step = s;
     tokens += I * T;
-    const double dt = Seconds(t0, Clock::now());
+    const double dt = SecondsSince(t0);
     if (steps_run > 0) {  // the first step (one-time allocations, cold caches) is left out
       const ProfileTotals p1 = ProfileSnapshot();
       for (size_t k = 0; k < p1.seconds.size(); ++k)
@@ -382,7 +377,7 @@ TrainSummary Train(const TrainerOptions& opt) {
     const bool at_interval =
         s % cfg.train.log_interval == 0 || s == cfg.train.max_steps || steps_run == 1;
     if (opt.progress && (at_interval || log.tty())) {
-      const double elapsed = Seconds(loop_start, Clock::now());
+      const double elapsed = SecondsSince(loop_start);
       const double eta = elapsed / static_cast<double>(steps_run) *
                          static_cast<double>(cfg.train.max_steps - s);
       log.Progress(fmt::format("step {}/{} | loss {:.4f} | grad norm {:.3f} | lr {:.3g} | {:.0f} "
@@ -401,7 +396,7 @@ TrainSummary Train(const TrainerOptions& opt) {
       nlohmann::json result = opt.eval(s, model);
       if (result.is_object() && !result.empty()) {
         metrics->Write(EncodeNonFinite({{"step", s}, {"eval", result}}));
-        log.Line(fmt::format("step {}: eval ({:.1f}s) {}", s, Seconds(e0, Clock::now()),
+        log.Line(fmt::format("step {}: eval ({:.1f}s) {}", s, SecondsSince(e0),
                              result.dump()));
       }
     }
@@ -414,7 +409,7 @@ TrainSummary Train(const TrainerOptions& opt) {
   if (checkpoints) checkpoints->Finish();
   log.EndProgress();
 
-  summary.wall_s = Seconds(wall_start, Clock::now());
+  summary.wall_s = SecondsSince(wall_start);
   summary.mean_tokens_per_s = steps_run ? sum_tps / static_cast<double>(steps_run) : 0;
   summary.mean_mfu = steps_run ? sum_mfu / static_cast<double>(steps_run) : 0;
   log.Line(fmt::format(

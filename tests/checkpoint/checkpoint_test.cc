@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "testing/util.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -70,15 +71,7 @@ nlohmann::json ConfigJson() { return {{"model_type", "olmo3"}, {"hidden_size", 2
 
 class CheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    SetLogLevel(LogLevel::kWarn);
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    run_ = fs::temp_directory_path() /
-           fmt::format("replica_ckpt_{}_{}_{}", ::getpid(), info->test_suite_name(), info->name());
-    fs::remove_all(run_);
-    fs::create_directories(run_);
-  }
-  void TearDown() override { fs::remove_all(run_); }
+  void SetUp() override { SetLogLevel(LogLevel::kWarn); }
 
   void SaveSync(CheckpointWriter& w, const State& s, int64_t step) {
     w.Save(step, s.layout, s.params, s.m, s.v, step + 100, StateJson(step), ConfigJson());
@@ -87,7 +80,8 @@ class CheckpointTest : public ::testing::Test {
   std::string Dir(int64_t step) const {
     return (run_ / "checkpoints" / CheckpointDirName(step)).string();
   }
-  fs::path run_;
+  test::TempDir tmp_{"ckpt"};
+  fs::path run_ = tmp_.path();
 };
 
 TEST_F(CheckpointTest, RoundTripIsBitExactAndSaveSnapshots) {

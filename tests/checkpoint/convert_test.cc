@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/util.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/log.h"
@@ -26,15 +27,7 @@ const std::string kFixture = std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-gqa";
 
 class ConvertTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    SetLogLevel(LogLevel::kError);
-    dir_ = fs::temp_directory_path() /
-           fmt::format("replica_convert_{}_{}", ::getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { SetLogLevel(LogLevel::kError); }
   std::string P(const std::string& name) const { return (dir_ / name).string(); }
   ConvertResult Run(const std::string& from, const std::string& to, DType dtype = DType::kF32,
                     uint64_t shard = 5000ull * 1000 * 1000) {
@@ -45,7 +38,8 @@ class ConvertTest : public ::testing::Test {
     o.max_shard_bytes = shard;
     return Convert(o);
   }
-  fs::path dir_;
+  test::TempDir tmp_{"convert"};
+  fs::path dir_ = tmp_.path();
 };
 
 // Every tensor of `a` has the same name, shape and bits (as F32) in `b`, and vice versa.

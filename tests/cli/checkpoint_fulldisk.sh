@@ -6,13 +6,11 @@
 set -u
 BIN=$(realpath "$1")
 ROOT=$(realpath "$2")
-fail=0
-tmp=$(mktemp -d)
+_cli_cleanup_extra='umount "$mnt" 2>/dev/null'
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_init
 mnt="$tmp/mnt"
 mkdir -p "$mnt"
-cleanup() { umount "$mnt" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi; }
 
 if ! mount -t tmpfs -o size=4m tmpfs "$mnt" 2>"$tmp/mount.err"; then
   echo "SKIP: cannot mount a tmpfs here ($(cat "$tmp/mount.err")); full-disk test not run"
@@ -21,20 +19,14 @@ fi
 
 # --- the trainer: checkpoint 4 (2.4 MB) fits in 4 MB, checkpoint 8 does not ---
 cd "$tmp"
-python3 -c "
-import struct
-t = [(i * 7 + i // 13) % 380 for i in range(20000)]
-open('tokens.npy', 'wb').write(struct.pack('<%dI' % len(t), *t))"
-cat > tiny.yaml <<'YAML'
-model: {model_type: olmo3, vocab_size: 384, hidden_size: 64, intermediate_size: 128,
-        num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1.0e-6,
-        rope_theta: 500000, sliding_window: 16, max_position_embeddings: 64, pad_token_id: 383,
-        eos_token_id: 382, bos_token_id: null}
+cyclic_tokens tokens.npy
+{ tiny_model_384; cat <<'YAML'
 data: {paths: [tokens.npy], seq_len: 32, seed: 7}
 train: {max_steps: 8, global_batch_instances: 4, micro_batch_instances: 2, threads: 1}
 optim: {lr: 1.0e-2, schedule: {type: cosine, warmup: 2, alpha_f: 0.1, t_max: 8}}
 checkpoint: {interval: 4, keep: 1}
 YAML
+} > tiny.yaml
 "$BIN" train tiny.yaml --run-dir "$mnt/run" > train.out 2>&1; rc=$?
 check "train exits 2 when the disk fills (got $rc)" '[ $rc -eq 2 ]'
 check "error names the checkpoint path and the OS reason: $(grep error train.out)" \

@@ -6,10 +6,8 @@
 #   usage: compare.sh <replica-binary> <repo-root>
 set -u
 BIN=$(realpath "$1")
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_init
 
 # --- synthetic runs ---
 mkdir -p "$tmp/a" "$tmp/b" "$tmp/c" "$tmp/bad"
@@ -68,20 +66,14 @@ check "eval gate tolerance accepts it (exit $rc)" '[ $rc -eq 0 ]'
 
 # --- end to end: kill, restart, compare ---
 cd "$tmp"
-python3 -c "
-import struct
-t = [(i * 7 + i // 13) % 380 for i in range(20000)]
-open('tokens.npy', 'wb').write(struct.pack('<%dI' % len(t), *t))"
-cat > tiny.yaml <<'YAML'
-model: {model_type: olmo3, vocab_size: 384, hidden_size: 64, intermediate_size: 128,
-        num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1.0e-6,
-        rope_theta: 500000, sliding_window: 16, max_position_embeddings: 64, pad_token_id: 383,
-        eos_token_id: 382, bos_token_id: null}
+cyclic_tokens tokens.npy
+{ tiny_model_384; cat <<'YAML'
 data: {paths: [tokens.npy], seq_len: 32, seed: 7}
 train: {max_steps: 12, global_batch_instances: 4, micro_batch_instances: 2, threads: 1}
 optim: {lr: 1.0e-2, schedule: {type: cosine, warmup: 2, alpha_f: 0.1, t_max: 12}}
 checkpoint: {interval: 4, keep: 2}
 YAML
+} > tiny.yaml
 "$BIN" train tiny.yaml --run-dir straight > straight.out 2>&1 || { echo "FAIL: straight run"; cat straight.out; fail=1; }
 
 # Killed after step 10 (checkpoint 8 made complete first by a run that stops at 8).

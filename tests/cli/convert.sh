@@ -5,10 +5,8 @@
 set -u
 BIN=$1
 ROOT=$2
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_init
 FIX="$ROOT/tests/data/olmo3/tiny-gqa"
 
 "$BIN" convert --from "$FIX" --to "$tmp/ckpt" --json > "$tmp/imp.json"; rc=$?

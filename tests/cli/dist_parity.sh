@@ -14,35 +14,14 @@ if ! command -v mpirun > /dev/null; then
   echo "SKIP: mpirun not found (install openmpi-bin; scripts/setup does)"
   exit 0
 fi
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_WAIT_POLICY=passive OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_init
+export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
 MPI=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && MPI+=(--allow-run-as-root)
 
-python3 - "$tmp/tokens.npy" <<'PY'
-import array, random, sys
-rng = random.Random(0)
-toks = []
-for d in range(200):  # documents of arithmetic sequences, EOS 255
-    start, n, step = rng.randrange(200), rng.randrange(20, 120), rng.choice([1, 2, 3])
-    toks += [(start + i * step) % 250 for i in range(n)] + [255]
-array.array('I', toks).tofile(open(sys.argv[1], 'wb'))
-PY
-cat > "$tmp/tiny.yaml" <<'YAML'
-model:
-  vocab_size: 256
-  hidden_size: 64
-  intermediate_size: 256
-  num_hidden_layers: 2
-  num_attention_heads: 4
-  num_key_value_heads: 2
-  rms_norm_eps: 1.0e-6
-  rope_theta: 500000
-  sliding_window: 8
-  eos_token_id: 255
-  pad_token_id: 254
+arith_tokens "$tmp/tokens.npy" 0 200
+{ tiny_model_256 2; cat <<'YAML'
 data:
   paths: [tokens.npy]
   seq_len: 32
@@ -60,6 +39,7 @@ checkpoint:
   interval: 10
   keep: 3
 YAML
+} > "$tmp/tiny.yaml"
 
 run() {  # run <ranks> <run-dir> [--set ...]: 1 = plain replica train, else under mpirun
   local n=$1 dir=$2; shift 2

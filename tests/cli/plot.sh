@@ -3,10 +3,8 @@
 # overlaid; a clear error when gnuplot is missing.   usage: plot.sh <replica-binary> <repo-root>
 set -u
 BIN=$1
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_init
 if ! command -v gnuplot > /dev/null; then
   echo "SKIP: gnuplot is not installed"
   exit 0

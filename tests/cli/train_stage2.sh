@@ -7,29 +7,17 @@
 set -u
 BIN=$1
 ROOT=$2
-fail=0
-tmp=$(mktemp -d)
-trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
-export OMP_WAIT_POLICY=passive
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_init
 
-python3 - "$tmp/tokens.npy" <<'PY'
-import array, random, sys
-rng = random.Random(1)
-toks = []
-for d in range(200):
-    start, n, step = rng.randrange(200), rng.randrange(20, 120), rng.choice([1, 2, 3])
-    toks += [(start + i * step) % 250 for i in range(n)] + [255]
-array.array('I', toks).tofile(open(sys.argv[1], 'wb'))
-PY
-cat > "$tmp/tiny.yaml" <<'YAML'
-model: {vocab_size: 256, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 4,
-        num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1.0e-6, rope_theta: 500000,
-        sliding_window: 8, eos_token_id: 255, pad_token_id: 254}
+arith_tokens "$tmp/tokens.npy" 1 200
+{ tiny_model_256 4; cat <<'YAML'
 data: {paths: [tokens.npy], seq_len: 32, seed: 3}
 train: {max_steps: 10, global_batch_instances: 4, micro_batch_instances: 2, threads: 2}
 optim: {lr: 1.0e-2, schedule: {type: cosine, warmup: 3, t_max: 15}}
 checkpoint: {interval: 0, keep: 2}
 YAML
+} > "$tmp/tiny.yaml"
 train() {  # train <run-dir> [--set ...]
   local dir=$1; shift
   "$BIN" train "$tmp/tiny.yaml" --run-dir "$dir" "$@" >> "$dir.log" 2>&1 \

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "testing/util.h"
 #include "core/atomic_file.h"
 #include "core/checksum.h"
 #include "core/error.h"
@@ -35,8 +36,8 @@ TEST(Half, F16RoundTrip) {
 }
 
 TEST(AtomicFile, WritesAndReplaces) {
-  auto dir = std::filesystem::temp_directory_path() / "replica_core_test";
-  std::filesystem::create_directories(dir);
+  test::TempDir tmp("core");
+  const std::filesystem::path& dir = tmp.path();
   std::string path = (dir / "a.txt").string();
   WriteFileAtomic(path, "one");
   WriteFileAtomic(path, "two");
@@ -44,7 +45,6 @@ TEST(AtomicFile, WritesAndReplaces) {
   MappedFile f = MappedFile::Open(path);
   EXPECT_EQ(f.size(), 3u);
   EXPECT_THROW(MappedFile::Open((dir / "missing").string()), Error);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(FlatBuffer, LayoutAlignsAndFinds) {

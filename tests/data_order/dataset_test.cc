@@ -1,5 +1,6 @@
 // Token files and NumpyFslDataset: instance layout across files, dtypes, validation errors,
 // labels and the dataset fingerprint.
+#include "testing/util.h"
 #include "data/fsl_dataset.h"
 
 #include <gtest/gtest.h>
@@ -16,14 +17,7 @@ using testing::ScratchDir;
 using testing::WriteCountingFile;
 using testing::WriteTokens;
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using replica::test::ErrorOf;
 
 TEST(FslDataset, InstancesPerFileDropTailsAndNeverCrossFiles) {
   ScratchDir dir("layout");

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "testing/util.h"
+
 namespace replica::data::testing {
 
 inline nlohmann::json LoadOracle(const std::string& name) {
@@ -19,20 +21,7 @@ inline nlohmann::json LoadOracle(const std::string& name) {
 }
 
 // A fresh directory removed at scope exit.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& tag) {
-    path_ = std::filesystem::temp_directory_path() /
-            ("replica-data-order-" + tag + "-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using ScratchDir = replica::test::TempDir;
 
 template <typename T>
 void WriteTokens(const std::string& path, const std::vector<T>& ids) {

@@ -32,9 +32,9 @@ LossFn Memorising(const testing::ToyBigram& base, const EvalSet& memorised) {
   for (const auto& d : memorised.docs)
     for (size_t t = 0; t + 1 < d.tokens.size(); ++t) pairs.insert({d.tokens[t], d.tokens[t + 1]});
   return [&base, pairs](const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T) {
-    LossSums s;
+    CrossEntropySums s;
     for (int64_t i = 0; i < B * T; ++i) {
-      if (labels[i] == kIgnoreIndex) continue;
+      if (labels[i] == kIgnoreLabel) continue;
       s.ce_sum += pairs.count({tokens[i], labels[i]}) ? 0.5 : -base.LogProb(tokens[i], labels[i]);
       s.tokens += 1;
     }

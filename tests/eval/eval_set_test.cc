@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/util.h"
 #include "core/error.h"
 #include "eval/eval_set.h"
 
@@ -11,12 +12,7 @@ namespace replica::eval {
 namespace {
 
 std::string ErrorOf(const std::string& text, const std::string& source = "t.jsonl") {
-  try {
-    ParseEvalSet(text, source);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return replica::test::ErrorOf([&] { ParseEvalSet(text, source); });
 }
 
 TEST(EvalSet, ParsesPerplexityAndMultipleChoice) {

@@ -94,7 +94,7 @@ TEST(ModelEval, PerplexityAndMultipleChoiceMatchTheModelsLogits) {
 TEST(ModelEval, TokensOutsideTheVocabularyAreAnError) {
   EvalModel m = LoadEvalModel(kDir, 1, 16);
   LossFn loss = ModelLossFn(*m.model);
-  std::vector<int32_t> tokens{1, 2, 600}, labels{2, 600, kIgnoreIndex};
+  std::vector<int32_t> tokens{1, 2, 600}, labels{2, 600, kIgnoreLabel};
   EXPECT_THROW(loss(tokens.data(), labels.data(), 1, 3), Error);
 }
 

@@ -30,9 +30,9 @@ class ToyBigram {
   }
   LossFn AsLossFn() const {
     return [this](const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T) {
-      LossSums s;
+      CrossEntropySums s;
       for (int64_t i = 0; i < B * T; ++i) {
-        if (labels[i] == kIgnoreIndex) continue;
+        if (labels[i] == kIgnoreLabel) continue;
         s.ce_sum -= LogProb(tokens[i], labels[i]);
         s.tokens += 1;
       }

@@ -13,7 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/half.h"
-#include "io_test_util.h"
+#include "testing/safetensors_util.h"
 
 namespace replica {
 namespace {

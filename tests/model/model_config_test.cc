@@ -1,6 +1,7 @@
 // ModelConfig: the fixture and benchmark config.json files load with the values their READMEs list,
 // the layout matches the fixture weights tensor for tensor, the 7B counts come out exactly, and
 // every bad or contradictory field is an Error naming the file and the field.
+#include "testing/util.h"
 #include "model/model_config.h"
 
 #include <gmock/gmock.h>
@@ -23,15 +24,7 @@ using A = AttentionType;
 const std::string kData = REPLICA_TEST_DATA;
 constexpr A S = A::kSliding, F = A::kFull;
 
-template <typename Fn>
-std::string ErrorOf(Fn&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using replica::test::ErrorOf;
 
 json Load(const std::string& rel) { return json::parse(ReadFile(kData + "/" + rel)); }
 

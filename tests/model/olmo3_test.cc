@@ -56,7 +56,7 @@ struct Fixture {
   }
   int64_t Tokens() const {
     int64_t n = 0;
-    for (int32_t y : labels) n += y != kIgnoreIndex;
+    for (int32_t y : labels) n += y != kIgnoreLabel;
     return n;
   }
 };
@@ -89,7 +89,7 @@ TEST_P(FixtureTest, LossAndEveryGradientMatchFloat64Reference) {
   Fixture f(GetParam());
   const int64_t N = f.Tokens();
   f.model->grads().Zero();
-  LossSums s = f.model->ForwardBackward(f.ids.data(), f.labels.data(), f.B, f.T, 1.0 / N, 0.0);
+  CrossEntropySums s = f.model->ForwardBackward(f.ids.data(), f.labels.data(), f.B, f.T, 1.0 / N, 0.0);
   ASSERT_EQ(s.tokens, N);
   const double loss = s.ce_sum / N, z_loss = s.lse_sq_sum / N;
   const double loss_ref = f.io.ReadF64("loss")[0], z_ref = f.io.ReadF64("z_loss")[0];
@@ -111,7 +111,7 @@ TEST_P(FixtureTest, LossAndEveryGradientMatchFloat64Reference) {
   std::printf("[%s] gradients: worst rel_fro %.3g (%s)\n", GetParam(), worst, worst_name.c_str());
 
   // ForwardLoss runs the same forward and the same fused LM head: identical sums.
-  LossSums fl = f.model->ForwardLoss(f.ids.data(), f.labels.data(), f.B, f.T);
+  CrossEntropySums fl = f.model->ForwardLoss(f.ids.data(), f.labels.data(), f.B, f.T);
   EXPECT_EQ(fl.ce_sum, s.ce_sum);
   EXPECT_EQ(fl.lse_sq_sum, s.lse_sq_sum);
   EXPECT_EQ(fl.tokens, s.tokens);
@@ -186,7 +186,7 @@ TEST_P(FixtureTest, SingleTokenSequences) {
     EXPECT_LT(RelFro(one.data() + b * V, full.data() + b * f.T * V, V), 5e-6);
   }
   f.model->grads().Zero();
-  LossSums s = f.model->ForwardBackward(first.data(), first_labels.data(), f.B, 1, 1.0, 0.0);
+  CrossEntropySums s = f.model->ForwardBackward(first.data(), first_labels.data(), f.B, 1, 1.0, 0.0);
   EXPECT_EQ(s.tokens, f.B);
   EXPECT_TRUE(std::isfinite(s.ce_sum));
 }
@@ -260,12 +260,12 @@ TEST_P(WholeModelFd, EveryTensorMatchesFiniteDifferences) {
   std::vector<int32_t> ids(B * T), labels(B * T);
   for (int64_t i = 0; i < B * T; ++i) {
     ids[i] = static_cast<int32_t>(rng() % config.vocab_size);
-    labels[i] = i % 5 == 3 ? kIgnoreIndex : static_cast<int32_t>(rng() % config.vocab_size);
+    labels[i] = i % 5 == 3 ? kIgnoreLabel : static_cast<int32_t>(rng() % config.vocab_size);
   }
   m.grads().Zero();
   m.ForwardBackward(ids.data(), labels.data(), B, T, 1.0, zmul);
   auto loss = [&] {
-    LossSums s = m.ForwardLoss(ids.data(), labels.data(), B, T);
+    CrossEntropySums s = m.ForwardLoss(ids.data(), labels.data(), B, T);
     return s.ce_sum + zmul * s.lse_sq_sum;
   };
   // The ratio fd/analytic is 1 + c·h² + O(h⁴) (central differences); Richardson extrapolation

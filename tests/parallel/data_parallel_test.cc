@@ -53,7 +53,7 @@ void Batch(int64_t s, std::vector<int32_t>& ids, std::vector<int32_t>& labels) {
   labels.resize(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     ids[i] = static_cast<int32_t>(rng() % 64);
-    labels[i] = rng() % 7 == 0 ? kIgnoreIndex : static_cast<int32_t>(rng() % 64);
+    labels[i] = rng() % 7 == 0 ? kIgnoreLabel : static_cast<int32_t>(rng() % 64);
   }
 }
 

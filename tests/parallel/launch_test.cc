@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/util.h"
 #include "core/error.h"
 #include "parallel/launch.h"
 
@@ -29,14 +30,6 @@ std::string Slurp(const fs::path& p) {
 
 class LaunchTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("replica_launch_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // A fake mpirun: appends "np=<N> fault=<REPLICA_FAULT>" to calls.txt and exits with the next
   // code listed in codes.txt (one per line).
@@ -73,7 +66,8 @@ class LaunchTest : public ::testing::Test {
     return lines;
   }
 
-  fs::path dir_;
+  test::TempDir tmp_{"launch"};
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(LaunchTest, RestartsWithFewerRanksAfterAKilledRank) {

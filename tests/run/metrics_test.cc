@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "testing/util.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -21,16 +22,10 @@ namespace {
 
 class MetricsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    SetLogLevel(LogLevel::kError);
-    run_ = fs::temp_directory_path() /
-           fmt::format("replica_metrics_{}_{}", ::getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(run_);
-  }
-  void TearDown() override { fs::remove_all(run_); }
+  void SetUp() override { SetLogLevel(LogLevel::kError); }
   std::string File() const { return (run_ / "metrics.jsonl").string(); }
-  fs::path run_;
+  test::TempDir tmp_{"metrics"};
+  fs::path run_ = tmp_.path() / "run";  // not created: the writer creates it
 };
 
 TEST_F(MetricsTest, DoublesRoundTripBitExact) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "testing/util.h"
 #include "core/error.h"
 #include "run/run_config.h"
 
@@ -34,14 +35,7 @@ optim:
   schedule: {type: cosine, warmup: 2}
 )";
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using replica::test::ErrorOf;
 
 TEST(RunConfig, Stage1PresetCarriesTheRecipe) {
   const RunConfig c = RunConfig::Load(kConfigs + "olmo3-7b-stage1.yaml");
@@ -175,7 +169,7 @@ optim: {lr: 1.0e-3}
   e = err(std::string(text).replace(text.find("weight: 3"), 9, "weight: 0"));
   EXPECT_NE(e.find("'data.mixture[0].weight'"), std::string::npos) << e;
   e = err(text + "\n");
-  EXPECT_EQ(e, "(no error)");
+  EXPECT_EQ(e, "<no error>");
   e = ErrorOf([&] { RunConfig::FromYaml(text, "/d", {"data.paths=x.npy"}); });
   EXPECT_NE(e.find("not both"), std::string::npos) << e;
 }

@@ -11,7 +11,7 @@
 #include <functional>
 
 #include "core/atomic_file.h"
-#include "io_test_util.h"
+#include "testing/safetensors_util.h"
 
 namespace replica {
 namespace {

@@ -10,20 +10,16 @@
 #include <optional>
 #include <string>
 
+#include "testing/util.h"
 #include "core/error.h"
 
 namespace replica::testing_io {
 
 class TempDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "replica-io-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (std::filesystem::path(dir_) / name).string(); }
-  std::string dir_;
+  std::string Path(const std::string& name) const { return tmp_.File(name); }
+  test::TempDir tmp_{"io"};
+  std::string dir_ = tmp_.str();
 };
 
 inline void WriteBytes(const std::string& path, const std::string& bytes) {
@@ -42,14 +38,6 @@ inline std::string RawSafetensors(const std::string& header, const std::string& 
 }
 
 // The message of the replica::Error that f throws, or "<no error>".
-template <typename F>
-std::string ErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const replica::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using replica::test::ErrorOf;
 
 }  // namespace replica::testing_io

@@ -1,5 +1,6 @@
 // HF weight import/export: exact f32 round trip (single file and sharded), bf16 storage, and
 // refusals naming the tensor for missing, extra and mis-shaped tensors.
+#include "testing/util.h"
 #include "hf/hf_weights.h"
 
 #include <gtest/gtest.h>
@@ -17,21 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kMha = std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-mha";
 
-fs::path TempDir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("replica_hf_weights_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using replica::test::ErrorOf;
 
 TEST(HfWeights, LoadsFixtureAndRoundTripsExactly) {
   const ModelConfig config = ModelConfig::FromHfFile(kMha + "/config.json");
@@ -44,7 +31,8 @@ TEST(HfWeights, LoadsFixtureAndRoundTripsExactly) {
   EXPECT_EQ(0, std::memcmp(params.data() + q.offset, want.data(), q.numel * 4));
 
   for (uint64_t shard : {uint64_t{0}, uint64_t{200000}}) {  // 0 = default (one file)
-    fs::path dir = TempDir(shard ? "sharded" : "single");
+    test::TempDir tmp(shard ? "hf-sharded" : "hf-single");
+    const fs::path& dir = tmp.path();
     if (shard) {
       SaveHfModel(dir.string(), config, layout, params, DType::kF32, shard);
       EXPECT_TRUE(fs::exists(dir / "model.safetensors.index.json"));
@@ -57,7 +45,6 @@ TEST(HfWeights, LoadsFixtureAndRoundTripsExactly) {
     FlatBuffer back(layout.total_floats());
     LoadHfWeights(dir.string(), layout, back);
     EXPECT_EQ(0, std::memcmp(back.data(), params.data(), params.size() * 4));
-    fs::remove_all(dir);
   }
 }
 
@@ -66,7 +53,8 @@ TEST(HfWeights, Bf16StorageRoundsToNearestEven) {
   const ParamLayout layout = config.BuildLayout();
   FlatBuffer params(layout.total_floats()), back(layout.total_floats());
   LoadHfWeights(kMha, layout, params);
-  fs::path dir = TempDir("bf16");
+  test::TempDir tmp("hf-bf16");
+  const fs::path& dir = tmp.path();
   SaveHfModel(dir.string(), config, layout, params, DType::kBF16);
   LoadHfWeights(dir.string(), layout, back);
   for (const ParamView& v : layout.views())
@@ -74,7 +62,6 @@ TEST(HfWeights, Bf16StorageRoundsToNearestEven) {
       const float x = params.data()[v.offset + i];
       ASSERT_EQ(back.data()[v.offset + i], Bf16ToF32(F32ToBf16(x))) << v.name;
     }
-  fs::remove_all(dir);
 }
 
 TEST(HfWeights, RefusesMismatchesNamingTheTensor) {
