@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/log.h"
 
 namespace replica {
 namespace {
@@ -71,46 +72,208 @@ class Fields {
   const std::string& source_;
 };
 
-// rope_theta from the top level and/or "rope_parameters" (newer transformers), which may also be
-// keyed by layer type. Only default (unscaled) RoPE is accepted; all places must agree.
-double ParseRopeTheta(const Fields& f) {
-  std::optional<double> theta;
-  auto agree = [&](double t, const std::string& where) {
-    if (theta && *theta != t)
-      Fail("{}: field '{}' = {} contradicts rope_theta {} given elsewhere", f.source(), where, t,
-           *theta);
-    theta = t;
-  };
-  if (const json* top = f.Find("rope_theta")) agree(f.AsPositiveNumber("rope_theta", *top), "rope_theta");
+std::string Num(double v) { return json(v).dump(); }
 
-  auto one = [&](const json& rp, const std::string& where) {
-    if (!rp.is_object()) Fail("{}: field '{}': expected an object, got {}", f.source(), where, rp.dump());
-    auto type = rp.find("rope_type");
-    if (type != rp.end() && !type->is_null()) {
-      if (!type->is_string())
-        Fail("{}: field '{}.rope_type': expected a string, got {}", f.source(), where, type->dump());
-      if (type->get<std::string>() != "default")
-        Fail("{}: field '{}.rope_type' is '{}': only default RoPE (no scaling) is supported",
-             f.source(), where, type->get<std::string>());
-    }
-    auto t = rp.find("rope_theta");
-    if (t != rp.end() && !t->is_null()) {
-      const std::string key = where + ".rope_theta";
-      if (!t->is_number() || !(t->get<double>() > 0) || !std::isfinite(t->get<double>()))
-        Fail("{}: field '{}': expected a positive number, got {}", f.source(), key, t->dump());
-      agree(t->get<double>(), key);
-    }
-  };
-  if (const json* rp = f.Find("rope_parameters")) {
-    const bool per_layer_type = rp->is_object() && (rp->contains(kSliding) || rp->contains(kFull));
-    if (per_layer_type) {
-      for (auto& [k, v] : rp->items()) one(v, std::string("rope_parameters.") + k);
-    } else {
-      one(*rp, "rope_parameters");
-    }
+// A positive finite number at `where` (a JSON path for messages).
+double PositiveAt(const Fields& f, const json& v, const std::string& where) {
+  if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+    Fail("{}: field '{}': expected a positive number, got {}", f.source(), where, v.dump());
+  return v.get<double>();
+}
+
+// The entry `key` of a RoPE object; null counts as absent (transformers reads `.get(key)`).
+const json* Entry(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return (it == obj.end() || it->is_null()) ? nullptr : &*it;
+}
+
+// One RoPE settings object (rope_scaling, rope_parameters or rope_parameters.<layer type>), read
+// as transformers' _compute_default_rope_parameters / _compute_yarn_parameters read it. `theta`
+// is the rope_theta given outside this object (or none); `max_positions` is max_position_embeddings
+// (0 if absent), the fallback for original_max_position_embeddings.
+RopeParams ParseRopeObject(const Fields& f, const json& obj, const std::string& where,
+                           std::optional<double> theta, int64_t max_positions,
+                           bool type_required) {
+  if (!obj.is_object())
+    Fail("{}: field '{}': expected an object, got {}", f.source(), where, obj.dump());
+  RopeParams p;
+  // "type" is the older name of "rope_type".
+  const char* type_key = Entry(obj, "rope_type") ? "rope_type" : "type";
+  std::string type = "default";
+  if (const json* t = Entry(obj, type_key)) {
+    if (!t->is_string())
+      Fail("{}: field '{}.{}': expected a string, got {}", f.source(), where, type_key, t->dump());
+    type = t->get<std::string>();
+  } else if (type_required) {
+    Fail("{}: missing required field '{}.rope_type' (\"default\" or \"yarn\")", f.source(), where);
   }
-  if (!theta) Fail("{}: missing required field 'rope_theta' (or 'rope_parameters.rope_theta')", f.source());
-  return *theta;
+  if (type == "yarn") {
+    p.type = RopeType::kYarn;
+  } else if (type != "default") {
+    Fail("{}: field '{}.{}' is '{}': replica supports the RoPE types \"default\" and \"yarn\"",
+         f.source(), where, type_key, type);
+  }
+
+  if (const json* t = Entry(obj, "rope_theta")) {
+    const double own = PositiveAt(f, *t, where + ".rope_theta");
+    if (theta && *theta != own)
+      Fail("{}: field '{}.rope_theta' = {} contradicts rope_theta {} given elsewhere", f.source(),
+           where, Num(own), Num(*theta));
+    theta = own;
+  }
+  if (!theta)
+    Fail("{}: missing required field 'rope_theta' (or '{}.rope_theta')", f.source(), where);
+  p.theta = *theta;
+  if (p.type == RopeType::kDefault) return p;
+
+  // YaRN. factor is required; a factor below 1 would shrink the context (transformers only warns).
+  const json* factor = Entry(obj, "factor");
+  if (!factor) Fail("{}: missing required field '{}.factor' (YaRN scaling factor)", f.source(), where);
+  if (!factor->is_number() || !std::isfinite(factor->get<double>()))
+    Fail("{}: field '{}.factor': expected a number >= 1, got {}", f.source(), where, factor->dump());
+  p.factor = factor->get<double>();
+  if (p.factor < 1.0)
+    Fail("{}: field '{}.factor' is {}: YaRN needs factor >= 1 (it stretches the original context)",
+         f.source(), where, factor->dump());
+
+  if (const json* L = Entry(obj, "original_max_position_embeddings")) {
+    if (!L->is_number_integer() || L->get<int64_t>() <= 0)
+      Fail("{}: field '{}.original_max_position_embeddings': expected a positive integer, got {}",
+           f.source(), where, L->dump());
+    p.original_max_position_embeddings = L->get<int64_t>();
+    p.original_max_given = true;
+  } else if (max_positions > 0) {
+    p.original_max_position_embeddings = max_positions;  // transformers' fallback
+  } else {
+    Fail("{}: missing field '{}.original_max_position_embeddings' (YaRN needs the original "
+         "context; there is no max_position_embeddings to fall back on)",
+         f.source(), where);
+  }
+
+  // beta_fast / beta_slow: `.get(key) or default` in transformers, so 0 also means the default.
+  auto beta = [&](const char* key, double fallback) {
+    const json* b = Entry(obj, key);
+    if (!b || (b->is_number() && b->get<double>() == 0)) return fallback;
+    return PositiveAt(f, *b, where + "." + key);
+  };
+  p.beta_fast = beta("beta_fast", 32.0);
+  p.beta_slow = beta("beta_slow", 1.0);
+
+  if (const json* a = Entry(obj, "attention_factor")) {
+    p.attention_factor = PositiveAt(f, *a, where + ".attention_factor");
+    p.attention_factor_given = true;
+  } else {
+    auto number = [&](const char* key) {
+      const json* v = Entry(obj, key);
+      if (!v) return 0.0;
+      if (!v->is_number() || !std::isfinite(v->get<double>()))
+        Fail("{}: field '{}.{}': expected a number, got {}", f.source(), where, key, v->dump());
+      return v->get<double>();
+    };
+    p.attention_factor =
+        YarnDefaultAttentionFactor(p.factor, number("mscale"), number("mscale_all_dim"));
+    // mscale / mscale_all_dim are not kept: the factor they give is written back explicitly.
+    p.attention_factor_given = Entry(obj, "mscale") || Entry(obj, "mscale_all_dim");
+  }
+  if (const json* t = Entry(obj, "truncate")) {
+    if (!t->is_boolean())
+      Fail("{}: field '{}.truncate': expected true or false, got {}", f.source(), where, t->dump());
+    p.truncate = t->get<bool>();
+    p.truncate_given = true;
+  }
+  if (max_positions > 0 && p.original_max_given) {
+    const double implicit = static_cast<double>(max_positions) /
+                            static_cast<double>(p.original_max_position_embeddings);
+    if (std::abs(implicit - p.factor) > 1e-9 * p.factor)
+      REPLICA_LOG_WARN(
+          "{}: '{}.factor' = {} differs from max_position_embeddings / "
+          "original_max_position_embeddings = {}; using the explicit factor, as transformers does",
+          f.source(), where, Num(p.factor), Num(implicit));
+  }
+  return p;
+}
+
+RopeParams PlainRope(double theta) {
+  RopeParams p;
+  p.theta = theta;
+  return p;
+}
+
+// RoPE settings from either spelling: top-level rope_theta + rope_scaling (legacy), or
+// rope_parameters, flat or keyed by layer type. With one set of settings for all layers the scaling
+// goes to the full-attention layers; sliding layers keep plain RoPE with the same theta.
+void ParseRope(const Fields& f, int64_t max_positions, ModelConfig& c) {
+  std::optional<double> top;
+  if (const json* t = f.Find("rope_theta")) top = f.AsPositiveNumber("rope_theta", *t);
+  const json* scaling = f.Find("rope_scaling");
+  const json* params = f.Find("rope_parameters");
+  if (scaling && params)
+    Fail("{}: fields 'rope_scaling' and 'rope_parameters' are both set: give the RoPE settings in "
+         "one of them",
+         f.source());
+
+  if (!params) {
+    c.rope_spelling = RopeSpelling::kLegacy;
+    if (!top)
+      Fail("{}: missing required field 'rope_theta' (or 'rope_parameters.rope_theta')", f.source());
+    c.rope_full = scaling ? ParseRopeObject(f, *scaling, "rope_scaling", top, max_positions, true)
+                          : PlainRope(*top);
+    c.rope_sliding = PlainRope(c.rope_full.theta);
+    return;
+  }
+  const bool per_layer_type =
+      params->is_object() && (params->contains(kSliding) || params->contains(kFull));
+  if (!per_layer_type) {
+    c.rope_spelling = RopeSpelling::kRopeParameters;
+    c.rope_full = ParseRopeObject(f, *params, "rope_parameters", top, max_positions, false);
+    c.rope_sliding = PlainRope(c.rope_full.theta);
+    return;
+  }
+  c.rope_spelling = RopeSpelling::kRopeParametersPerLayerType;
+  for (auto& [k, v] : params->items())
+    if (k != kSliding && k != kFull)
+      Fail("{}: field 'rope_parameters.{}': expected the layer types \"{}\" and \"{}\" as keys",
+           f.source(), k, kFull, kSliding);
+  auto entry = [&](const char* type) -> const json* {
+    auto it = params->find(type);
+    return (it == params->end() || it->is_null()) ? nullptr : &*it;
+  };
+  const json* full = entry(kFull);
+  const json* sliding = entry(kSliding);
+  if (full)
+    c.rope_full = ParseRopeObject(f, *full, std::string("rope_parameters.") + kFull, top,
+                                  max_positions, false);
+  if (sliding)
+    c.rope_sliding = ParseRopeObject(f, *sliding, std::string("rope_parameters.") + kSliding, top,
+                                     max_positions, false);
+  // A layer type without an entry gets plain RoPE with the theta given elsewhere.
+  if (!full) c.rope_full = PlainRope(top.value_or(c.rope_sliding.theta));
+  if (!sliding) c.rope_sliding = PlainRope(top.value_or(c.rope_full.theta));
+}
+
+// The RoPE object of `p` as transformers writes it; `with_theta` adds rope_theta inside.
+json RopeObjectJson(const RopeParams& p, bool with_theta) {
+  json o = json::object();
+  o["rope_type"] = p.type == RopeType::kYarn ? "yarn" : "default";
+  if (with_theta) o["rope_theta"] = p.theta;
+  if (p.type == RopeType::kYarn) {
+    o["factor"] = p.factor;
+    if (p.original_max_given) o["original_max_position_embeddings"] = p.original_max_position_embeddings;
+    o["beta_fast"] = p.beta_fast;
+    o["beta_slow"] = p.beta_slow;
+    if (p.attention_factor_given) o["attention_factor"] = p.attention_factor;
+    if (p.truncate_given) o["truncate"] = p.truncate;
+  }
+  return o;
+}
+
+std::string RopeText(const RopeParams& p) {
+  if (p.type == RopeType::kDefault) return fmt::format("plain (theta {})", Num(p.theta));
+  return fmt::format(
+      "yarn (theta {}, factor {}, original_max_position_embeddings {}, beta_fast {}, beta_slow {}, "
+      "attention_factor {}{})",
+      Num(p.theta), Num(p.factor), p.original_max_position_embeddings, Num(p.beta_fast),
+      Num(p.beta_slow), Num(p.attention_factor), p.truncate ? "" : ", truncate false");
 }
 
 int64_t SumVisible(int64_t T, int64_t window) {  // Σ_{i<T} min(i+1, W); window 0 = unbounded
@@ -158,10 +321,6 @@ ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& 
   Require(c.head_dim % 2 == 0, "{}: head dimension {} must be even for rotate-half RoPE", source,
           c.head_dim);
   c.rms_norm_eps = f.PositiveNumber("rms_norm_eps");
-  c.rope_theta = ParseRopeTheta(f);
-  if (const json* rs = f.Find("rope_scaling"))
-    Fail("{}: field 'rope_scaling' is {}: only plain RoPE (rope_scaling null) is supported", source,
-         rs->dump());
 
   if (const json* act = f.Find("hidden_act")) {
     if (!act->is_string()) f.Bad("hidden_act", "a string", *act);
@@ -179,6 +338,7 @@ ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& 
   }
   c.tie_word_embeddings = f.Bool("tie_word_embeddings", false);
   c.max_position_embeddings = f.OptionalPositiveInt("max_position_embeddings").value_or(0);
+  ParseRope(f, c.max_position_embeddings, c);
   c.pad_token_id = f.TokenId("pad_token_id");
   c.eos_token_id = f.TokenId("eos_token_id");
   c.bos_token_id = f.TokenId("bos_token_id");
@@ -258,8 +418,20 @@ nlohmann::json ModelConfig::ToHfJson() const {
   j["bos_token_id"] = id(bos_token_id);
   j["eos_token_id"] = id(eos_token_id);
   j["tie_word_embeddings"] = tie_word_embeddings;
-  j["rope_theta"] = rope_theta;
-  j["rope_scaling"] = nullptr;
+  switch (rope_spelling) {
+    case RopeSpelling::kLegacy:
+      j["rope_theta"] = rope_full.theta;
+      j["rope_scaling"] = rope_full.type == RopeType::kDefault ? json(nullptr)
+                                                              : RopeObjectJson(rope_full, false);
+      break;
+    case RopeSpelling::kRopeParameters:
+      j["rope_parameters"] = RopeObjectJson(rope_full, true);
+      break;
+    case RopeSpelling::kRopeParametersPerLayerType:
+      j["rope_parameters"] = {{kFull, RopeObjectJson(rope_full, true)},
+                              {kSliding, RopeObjectJson(rope_sliding, true)}};
+      break;
+  }
   j["attention_bias"] = false;
   j["attention_dropout"] = 0.0;
   j["rms_norm_eps"] = rms_norm_eps;
@@ -277,6 +449,37 @@ int64_t ModelConfig::Window(int64_t layer) const {
   Require(layer >= 0 && layer < static_cast<int64_t>(layer_types.size()),
           "layer {} out of range (model has {} layers)", layer, layer_types.size());
   return layer_types[layer] == AttentionType::kSliding ? sliding_window : 0;
+}
+
+const RopeParams& ModelConfig::RopeFor(int64_t layer) const {
+  Require(layer >= 0 && layer < static_cast<int64_t>(layer_types.size()),
+          "layer {} out of range (model has {} layers)", layer, layer_types.size());
+  return layer_types[layer] == AttentionType::kSliding ? rope_sliding : rope_full;
+}
+
+void ModelConfig::SetPlainRope(double theta) {
+  rope_full = PlainRope(theta);
+  rope_sliding = PlainRope(theta);
+}
+
+std::string ModelConfig::RopeSummary() const {
+  const bool any_sliding = std::find(layer_types.begin(), layer_types.end(),
+                                     AttentionType::kSliding) != layer_types.end();
+  if (!any_sliding || rope_full.SameMath(rope_sliding)) return "all layers " + RopeText(rope_full);
+  return "full layers " + RopeText(rope_full) + "; sliding layers " + RopeText(rope_sliding);
+}
+
+nlohmann::json RopeParamsJson(const RopeParams& p) {
+  json o = {{"rope_type", p.type == RopeType::kYarn ? "yarn" : "default"}, {"rope_theta", p.theta}};
+  if (p.type == RopeType::kYarn) {
+    o["factor"] = p.factor;
+    o["original_max_position_embeddings"] = p.original_max_position_embeddings;
+    o["beta_fast"] = p.beta_fast;
+    o["beta_slow"] = p.beta_slow;
+    o["attention_factor"] = p.attention_factor;
+    o["truncate"] = p.truncate;
+  }
+  return o;
 }
 
 int64_t ModelConfig::Visible(int64_t layer, int64_t i) const {

@@ -126,7 +126,8 @@ struct Olmo3Model::Impl {
   float* xf;          // [N, D] RMSNorm(final_in)
   float* rstd_f;      // [N]
   GradScratch d;
-  RopeTable rope;
+  std::vector<RopeTable> ropes;      // one table per distinct RopeParams among the layers
+  std::vector<size_t> rope_of_layer;  // [L] index into ropes
   LmHeadWorkspace lm_ws;
 
   Impl(const ModelConfig& c, int64_t max_b, int64_t max_t);
@@ -164,7 +165,13 @@ Olmo3Model::Impl::Impl(const ModelConfig& c, int64_t max_b, int64_t max_t)
   acts_buffer = FlatBuffer(arena.used());
   arena.Reset(acts_buffer.data());
   Carve(arena);  // hand out
-  rope = MakeRopeTable(max_seq, hd, c.rope_theta);
+  for (int64_t l = 0; l < L; ++l) {
+    const RopeParams& p = c.RopeFor(l);
+    size_t i = 0;
+    while (i < ropes.size() && !ropes[i].params.SameMath(p)) ++i;
+    if (i == ropes.size()) ropes.push_back(MakeRopeTable(max_seq, hd, p));
+    rope_of_layer.push_back(i);
+  }
   lm_ws = LmHeadWorkspace(max_batch * max_seq, V);
 }
 
@@ -260,6 +267,7 @@ void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T) {
   LinearForward(a.x, p.v_proj, N, D, KVd, a.v);
   RMSNormForward(a.q_raw, p.q_norm, N, Qd, config.rms_norm_eps, a.q, a.rstd_q);
   RMSNormForward(a.k_raw, p.k_norm, N, KVd, config.rms_norm_eps, a.k, a.rstd_k);
+  const RopeTable& rope = ropes[rope_of_layer[l]];
   RopeForward(rope, a.q, B, T, H, a.q);
   RopeForward(rope, a.k, B, T, KV, a.k);
   AttentionForward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse);
@@ -301,6 +309,7 @@ void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T) {
   AttentionBackward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, d.datt, d.dq, d.dk, d.dv);
   Zero(d.dk_norm, N * KVd);
   Zero(d.dq_norm, N * Qd);
+  const RopeTable& rope = ropes[rope_of_layer[l]];
   RopeBackward(rope, d.dk, B, T, KV, d.dk_norm);
   RopeBackward(rope, d.dq, B, T, H, d.dq_norm);
   Zero(d.dk_raw, N * KVd);

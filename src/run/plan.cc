@@ -53,6 +53,9 @@ RunPlan MakePlan(const RunConfig& c, int64_t world, const std::vector<int64_t>& 
   p.tokens_per_step = c.TokensPerStep();
   p.tokens = p.steps * p.tokens_per_step;
   p.world = world;
+  p.rope = c.model.RopeSummary();
+  p.rope_layers = {{"full_attention", RopeParamsJson(c.model.rope_full)},
+                   {"sliding_attention", RopeParamsJson(c.model.rope_sliding)}};
   p.micro_batches_per_rank = I / world / mu;
 
   const uint64_t P = c.model.BuildLayout().total_floats();
@@ -86,6 +89,7 @@ nlohmann::json RunPlan::ToJson() const {
       {"tokens_per_step", tokens_per_step},
       {"world", world},
       {"micro_batches_per_rank", micro_batches_per_rank},
+      {"rope", rope_layers},
       {"memory_breakdown_bytes",
        {{"params", memory.params},
         {"grads", memory.grads},
@@ -102,6 +106,7 @@ std::string RunPlan::ToText() const {
   std::string s;
   s += fmt::format("parameters        {}\n", params);
   s += fmt::format("FLOPs per token   {:.6g}\n", flops_per_token);
+  s += fmt::format("RoPE              {}\n", rope);
   s += fmt::format("steps             {}\n", steps);
   s += fmt::format("tokens per step   {}\n", tokens_per_step);
   s += fmt::format("tokens            {}\n", tokens);

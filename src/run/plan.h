@@ -16,7 +16,8 @@
 //     A(N) = L·N·(4D + 3·Hd + 3·KVd + 3I + H + 4)     saved per layer for backward
 //          + N·(4D + 3I + 4·Hd + 4·KVd)               backward scratch shared by the layers
 //          + N·(2D + 1)                               final norm input/output
-//          + min(N, max(1, 8Mi / V))·V + 2·T·hd       LM-head logits chunk, RoPE tables
+//          + min(N, max(1, 8Mi / V))·V + 2·T·hd       LM-head logits chunk, RoPE tables (cos and
+//                                                     sin, T·hd/2 each, for at most 2 settings)
 //     (Hd = H·hd, KVd = KV·hd)
 //   batch                8·(I/R)·T              token ids and labels of the rank's batch
 // The sum is a planning estimate: it leaves out the allocator, BLAS workspaces, and the page cache
@@ -49,9 +50,11 @@ struct RunPlan {
   int64_t micro_batches_per_rank = 0;
   MemoryPlan memory;
   std::map<int64_t, double> lr_at;
+  std::string rope;               // ModelConfig::RopeSummary()
+  nlohmann::json rope_layers;     // {"full_attention": RopeParamsJson, "sliding_attention": ...}
 
   nlohmann::json ToJson() const;  // {params, flops_per_token, memory_per_rank_bytes, steps, tokens,
-                                  //  lr_at: {"step": lr}, ...breakdown}
+                                  //  lr_at: {"step": lr}, rope, ...breakdown}
   std::string ToText() const;
 };
 

@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 enum class Kind {
-  kInt, kUint, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList, kMixture
+  kInt, kUint, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList, kMixture,
+  kJsonMap  // a mapping taken over as JSON (the model's RoPE settings)
 };
 
 const char* KindName(Kind k) {
@@ -34,6 +35,7 @@ const char* KindName(Kind k) {
     case Kind::kPathList: return "a list of paths";
     case Kind::kDoubleList: return "a list of numbers";
     case Kind::kMixture: return "a list of sources {name, paths, weight | tokens, max_repetition}";
+    case Kind::kJsonMap: return "a mapping (as in config.json)";
   }
   return "?";
 }
@@ -152,7 +154,9 @@ const std::vector<ModelKey>& ModelKeys() {
       {"num_key_value_heads", Kind::kInt, false},
       {"head_dim", Kind::kInt, false},
       {"rms_norm_eps", Kind::kDouble, false},
-      {"rope_theta", Kind::kDouble, false},
+      {"rope_theta", Kind::kDouble, true},
+      {"rope_scaling", Kind::kJsonMap, true},
+      {"rope_parameters", Kind::kJsonMap, true},
       {"sliding_window", Kind::kInt, true},
       {"layer_types", Kind::kStringList, false},
       {"max_position_embeddings", Kind::kInt, true},
@@ -419,6 +423,34 @@ void ApplyField(RunConfig& c, const Field& f, const Entry& e) {
   }
 }
 
+// A YAML mapping as JSON: quoted scalars stay strings; plain ones become integers, numbers,
+// booleans or null where they read as such.
+nlohmann::json YamlToJson(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return nullptr;
+  if (n.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (auto it = n.begin(); it != n.end(); ++it) o[it->first.as<std::string>()] = YamlToJson(it->second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const YAML::Node& e : n) a.push_back(YamlToJson(e));
+    return a;
+  }
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "!") return s;  // quoted
+  int64_t i = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+  if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) return i;
+  char* end = nullptr;
+  const double d = std::strtod(s.c_str(), &end);
+  if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d)) return d;
+  if (s == "true" || s == "True") return true;
+  if (s == "false" || s == "False") return false;
+  if (s == "null" || s == "~") return nullptr;
+  return s;
+}
+
 nlohmann::json ModelValue(const ModelKey& mk, const Entry& e) {
   const std::string& o = e.origin;
   if (mk.nullable && e.value.IsNull()) return nullptr;
@@ -429,6 +461,9 @@ nlohmann::json ModelValue(const ModelKey& mk, const Entry& e) {
     case Kind::kStringList:
       return ParseList(o, e.key, e.value, mk.kind,
                        [&](const YAML::Node& n) { return ParseString(o, e.key, n); });
+    case Kind::kJsonMap:
+      if (!e.value.IsMap()) TypeError(o, e.key, mk.kind, e.value);
+      return YamlToJson(e.value);
     default: return ParseString(o, e.key, e.value);
   }
 }
@@ -604,6 +639,7 @@ void EmitValue(YAML::Emitter& e, Kind kind, const void* p) {
 
 // The model section as HF keys, in ModelKeys() order.
 std::vector<std::pair<std::string, std::string>> ModelCanonical(const ModelConfig& m) {
+  const nlohmann::json rope = m.ToHfJson();
   auto id = [](int64_t v) { return v < 0 ? std::string("null") : std::to_string(v); };
   std::string types = "[";
   for (size_t i = 0; i < m.layer_types.size(); ++i)
@@ -620,7 +656,11 @@ std::vector<std::pair<std::string, std::string>> ModelCanonical(const ModelConfi
       {"num_key_value_heads", std::to_string(m.num_kv_heads)},
       {"head_dim", std::to_string(m.head_dim)},
       {"rms_norm_eps", Num(m.rms_norm_eps)},
-      {"rope_theta", Num(m.rope_theta)},
+      // RoPE in the spelling config.json used (ModelConfig::ToHfJson); JSON text, or null.
+      {"rope_theta", rope.contains("rope_theta") ? Num(rope["rope_theta"].get<double>()) : "null"},
+      {"rope_scaling", rope.contains("rope_scaling") && !rope["rope_scaling"].is_null()
+                           ? rope["rope_scaling"].dump() : "null"},
+      {"rope_parameters", rope.contains("rope_parameters") ? rope["rope_parameters"].dump() : "null"},
       {"sliding_window", m.sliding_window > 0 ? std::to_string(m.sliding_window) : "null"},
       {"layer_types", types},
       {"max_position_embeddings",
@@ -639,9 +679,13 @@ std::string Render(const RunConfig& c, bool trajectory_only) {
   e << YAML::BeginMap;
   e << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
   for (const auto& [k, v] : ModelCanonical(c.model)) {
+    const bool rope_map = k == "rope_scaling" || k == "rope_parameters";
+    if (rope_map && v == "null") continue;  // absent: a plain-RoPE model renders as it always has
     e << YAML::Key << k << YAML::Value;
     if (k == "model_type") {
       e << YAML::DoubleQuoted << v;
+    } else if (rope_map) {
+      e << YAML::Flow << YAML::Load(v);
     } else if (k == "layer_types") {
       e << YAML::Flow << YAML::BeginSeq;
       for (AttentionType t : c.model.layer_types)

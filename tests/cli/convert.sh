@@ -54,5 +54,24 @@ check "refuses to replace a non-checkpoint directory (exit $rc)" '[ $rc -eq 2 ] 
 "$BIN" convert --from "$tmp/ckpt" --to "$tmp/z" --dtype f16 2> /dev/null; rc=$?
 check "unknown dtype exits 2 (got $rc)" '[ $rc -eq 2 ]'
 
+# YaRN: the scaling travels through the checkpoint and comes back in the spelling it was read in,
+# and the exported directory is still the same model (parity against the fixture dump).
+YARN="$ROOT/tests/data/olmo3/tiny-yarn"
+"$BIN" convert --from "$YARN" --to "$tmp/yck" > /dev/null && "$BIN" convert --from "$tmp/yck" --to "$tmp/yhf" > /dev/null
+check "yarn checkpoint carries the scaling" 'jq -e ".rope_scaling.rope_type == \"yarn\"" "$tmp/yck/config.json" > /dev/null'
+check "yarn legacy spelling written back" \
+  'jq -e --slurpfile a "$YARN/config.json" ".rope_scaling == \$a[0].rope_scaling and .rope_theta == \$a[0].rope_theta and (has(\"rope_parameters\") | not)" "$tmp/yhf/config.json" > /dev/null'
+mkdir -p "$tmp/ynest"
+cp "$YARN/model.safetensors" "$tmp/ynest/"
+jq '.rope_parameters = {full_attention: (.rope_scaling + {rope_theta: .rope_theta}), sliding_attention: {rope_type: "default", rope_theta: .rope_theta}} | del(.rope_scaling) | del(.rope_theta)' \
+  "$YARN/config.json" > "$tmp/ynest/config.json"
+"$BIN" convert --from "$tmp/ynest" --to "$tmp/ynck" > /dev/null && "$BIN" convert --from "$tmp/ynck" --to "$tmp/ynhf" > /dev/null
+check "yarn per-layer-type spelling written back" \
+  'jq -e --slurpfile a "$tmp/ynest/config.json" ".rope_parameters == \$a[0].rope_parameters and (has(\"rope_scaling\") | not) and (has(\"rope_theta\") | not)" "$tmp/ynhf/config.json" > /dev/null'
+for d in yhf ynhf; do
+  "$BIN" parity --model "$tmp/$d" --reference "$YARN/io.safetensors" --max-kl 1e-8 --min-top1 1.0 > /dev/null; rc=$?
+  check "exported $d passes parity against the tiny-yarn dump (exit $rc)" '[ $rc -eq 0 ]'
+done
+
 [ $fail -eq 0 ] && echo "convert.sh: all checks passed"
 exit $fail

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# replica parity on the float64 fixtures: both pass the strict thresholds (logits and gradients);
+# replica parity on the float64 fixtures: all three (tiny-yarn with YaRN on its full-attention
+# layer) pass the strict thresholds (logits and gradients);
 # a tighter gradient bound fails with exit 1; dumps that do not fit the model, missing and
 # truncated files are refused with exit 2 and a message naming the problem.
 set -u
@@ -10,7 +11,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-for f in tiny-mha tiny-gqa; do
+for f in tiny-mha tiny-gqa tiny-yarn; do
   out=$("$BIN" parity --model "$DATA/$f" --reference "$DATA/$f/io.safetensors" --grads \
         --max-kl 1e-8 --min-top1 1.0 --json --threads 2)
   rc=$?
@@ -57,6 +58,18 @@ mkdir -p "$TMP/wrong"
 cp "$DATA/tiny-mha/config.json" "$TMP/wrong/"
 cp "$DATA/tiny-gqa/model.safetensors" "$TMP/wrong/"
 expect_bad "weights of another model" "model.safetensors" --model "$TMP/wrong" --reference "$DATA/tiny-mha/io.safetensors"
+# Bad RoPE settings in config.json: exit 2 naming the field by its JSON path.
+bad_yarn() {  # bad_yarn NAME EXPECTED_TEXT JQ_EDIT
+  mkdir -p "$TMP/$1"
+  cp "$DATA/tiny-yarn/model.safetensors" "$TMP/$1/"
+  jq "$3" "$DATA/tiny-yarn/config.json" >"$TMP/$1/config.json"
+  expect_bad "$1" "$2" --model "$TMP/$1" --reference "$DATA/tiny-yarn/io.safetensors"
+}
+bad_yarn "unknown rope_type" "'rope_scaling.rope_type'" '.rope_scaling.rope_type = "yarnn"'
+bad_yarn "yarn factor below 1" "'rope_scaling.factor'" '.rope_scaling.factor = 0.5'
+bad_yarn "yarn factor missing" "'rope_scaling.factor'" 'del(.rope_scaling.factor)'
+bad_yarn "per-layer-type factor below 1" "'rope_parameters.full_attention.factor'" \
+  '.rope_parameters = {full_attention: (.rope_scaling + {factor: 0.5})} | del(.rope_scaling)'
 "$BIN" parity --model "$DATA/tiny-mha" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "missing --reference: expected exit 2"
 echo "parity.sh: all checks passed"

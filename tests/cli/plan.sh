@@ -50,6 +50,29 @@ p=json.load(open('$tmp/s2.json')); lr=p['lr_at']
 ok = abs(lr['1'] - 2.0712352850360292e-4*(1-1/47684)) < 1e-19 and lr['47684'] == 0 and p['tokens'] == 47684*2097152
 sys.exit(0 if ok else 1)" || { echo "FAIL: stage2 plan values"; fail=1; }
 
+# YaRN (the released long-context config): `plan` shows the scaling of the full-attention layers.
+python3 - "$ROOT/configs/olmo3-7b.json" "$tmp/7b-yarn.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["max_position_embeddings"] = 65536
+c["rope_scaling"] = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192,
+                     "beta_fast": 32.0, "beta_slow": 1.0, "attention_factor": 1.2079441541679836}
+json.dump(c, open(sys.argv[2], "w"))
+PY
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage2.yaml" --set "model.hf_config=$tmp/7b-yarn.json" --json \
+  > "$tmp/yarn.json" || { echo "FAIL: plan with YaRN"; fail=1; }
+python3 -c "
+import json,sys
+r=json.load(open('$tmp/yarn.json'))['rope']
+f, s = r['full_attention'], r['sliding_attention']
+ok = (f['rope_type'] == 'yarn' and f['factor'] == 8 and f['original_max_position_embeddings'] == 8192
+      and f['attention_factor'] == 1.2079441541679836 and s['rope_type'] == 'default'
+      and s['rope_theta'] == f['rope_theta'] == 500000)
+sys.exit(0 if ok else 1)" || { echo "FAIL: plan rope fields"; fail=1; }
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage2.yaml" --set "model.hf_config=$tmp/7b-yarn.json" \
+  | grep -q "RoPE *full layers yarn (theta 500000.0, factor 8.0, original_max_position_embeddings 8192" \
+  || { echo "FAIL: plan text lacks the YaRN line"; fail=1; }
+
 expect_exit2() {  # expect_exit2 <what> <text the error must contain> <args...>
   local what=$1 text=$2; shift 2
   "$BIN" plan "$@" > /dev/null 2> "$tmp/err"
@@ -61,4 +84,8 @@ expect_exit2() {  # expect_exit2 <what> <text the error must contain> <args...>
 expect_exit2 "world not dividing the batch" "--world 3" "$ROOT/configs/olmo3-7b-stage1.yaml" --world 3
 expect_exit2 "unknown key" "optim.learning_rate" "$ROOT/configs/olmo3-7b-stage1.yaml" --set optim.learning_rate=1
 expect_exit2 "missing config" "nope.yaml" "$tmp/nope.yaml"
+expect_exit2 "yarn factor below 1" "'rope_scaling.factor'" "$ROOT/configs/olmo3-7b-stage2.yaml" \
+  --set "model.hf_config=$tmp/7b-yarn.json" --set "model.rope_scaling={rope_type: yarn, factor: 0.5}"
+expect_exit2 "unknown rope_type" "'rope_scaling.rope_type'" "$ROOT/configs/olmo3-7b-stage2.yaml" \
+  --set "model.rope_scaling={rope_type: ntk, factor: 2}"
 exit $fail

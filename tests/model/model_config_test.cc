@@ -51,7 +51,9 @@ void ExpectSame(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
   EXPECT_EQ(a.head_dim, b.head_dim);
   EXPECT_EQ(a.rms_norm_eps, b.rms_norm_eps);
-  EXPECT_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_TRUE(a.rope_full.SameMath(b.rope_full));
+  EXPECT_TRUE(a.rope_sliding.SameMath(b.rope_sliding));
+  EXPECT_EQ(a.rope_spelling, b.rope_spelling);
   EXPECT_EQ(a.sliding_window, b.sliding_window);
   EXPECT_EQ(a.layer_types, b.layer_types);
   EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
@@ -85,7 +87,7 @@ TEST(ModelConfig, TinyMhaTable) {
   EXPECT_EQ(c.head_dim, 16);
   EXPECT_EQ(c.sliding_window, 16);
   EXPECT_EQ(c.layer_types, (std::vector<A>{S, S, S, F}));
-  EXPECT_EQ(c.rope_theta, 10000.0);
+  EXPECT_EQ(c.RopeFor(0).theta, 10000.0);
   EXPECT_EQ(c.rms_norm_eps, 1e-5);
   EXPECT_EQ(c.pad_token_id, 511);
   EXPECT_EQ(c.eos_token_id, 510);
@@ -106,7 +108,7 @@ TEST(ModelConfig, TinyGqaTable) {
   EXPECT_EQ(c.head_dim, 16);
   EXPECT_EQ(c.sliding_window, 7);
   EXPECT_EQ(c.layer_types, (std::vector<A>{S, S, S, F, S, S, S, F}));
-  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.RopeFor(0).theta, 500000.0);
   EXPECT_EQ(c.rms_norm_eps, 1e-5);
   EXPECT_EQ(c.pad_token_id, 383);
   EXPECT_EQ(c.eos_token_id, 382);
@@ -239,15 +241,217 @@ TEST(ModelConfig, RopeParameters) {
     j.erase("rope_scaling");
     j["rope_parameters"] = {{"rope_theta", 123456.0}, {"rope_type", "default"}};
   });
-  EXPECT_EQ(flat.rope_theta, 123456.0);
+  EXPECT_EQ(flat.rope_full.theta, 123456.0);
+  EXPECT_EQ(flat.rope_sliding.theta, 123456.0);
+  EXPECT_EQ(flat.rope_spelling, RopeSpelling::kRopeParameters);
   auto both = FromEdit([](json& j) { j["rope_parameters"] = {{"rope_theta", 10000}, {"rope_type", "default"}}; });
-  EXPECT_EQ(both.rope_theta, 10000.0);
+  EXPECT_EQ(both.rope_full.theta, 10000.0);
   auto per_type = FromEdit([](json& j) {
     j.erase("rope_theta");
     j["rope_parameters"] = {{"full_attention", {{"rope_theta", 5e5}, {"rope_type", "default"}}},
                             {"sliding_attention", {{"rope_theta", 5e5}, {"rope_type", "default"}}}};
   });
-  EXPECT_EQ(per_type.rope_theta, 5e5);
+  EXPECT_EQ(per_type.rope_full.theta, 5e5);
+  EXPECT_EQ(per_type.rope_sliding.theta, 5e5);
+  EXPECT_EQ(per_type.rope_spelling, RopeSpelling::kRopeParametersPerLayerType);
+}
+
+// ---------------------------------------------------------------------------------------------
+// YaRN
+
+// The released Olmo-3-1025-7B rope settings (legacy spelling, attention_factor given).
+json Release7bRopeScaling() {
+  return {{"rope_type", "yarn"},       {"factor", 8.0},   {"original_max_position_embeddings", 8192},
+          {"beta_fast", 32.0},         {"beta_slow", 1.0}, {"attention_factor", 1.2079441541679836}};
+}
+
+// tiny-yarn's settings in the rope_parameters spellings.
+json TinyYarnFullParameters() {
+  return {{"rope_type", "yarn"}, {"rope_theta", 500000.0}, {"factor", 8.0},
+          {"original_max_position_embeddings", 32}, {"beta_fast", 32.0}, {"beta_slow", 1.0}};
+}
+
+ModelConfig FromYarnEdit(const std::function<void(json&)>& edit) {
+  json j = Load("olmo3/tiny-yarn/config.json");
+  edit(j);
+  return ModelConfig::FromHfJson(j, "edited/config.json");
+}
+
+std::string YarnEditError(const std::function<void(json&)>& edit) {
+  return ErrorOf([&] { FromYarnEdit(edit); });
+}
+
+TEST(ModelConfig, TinyYarnTable) {
+  auto c = ModelConfig::FromHfFile(kData + "/olmo3/tiny-yarn/config.json");
+  EXPECT_EQ(c.rope_spelling, RopeSpelling::kLegacy);
+  const RopeParams& y = c.rope_full;
+  EXPECT_EQ(y.type, RopeType::kYarn);
+  EXPECT_EQ(y.theta, 500000.0);
+  EXPECT_EQ(y.factor, 8.0);
+  EXPECT_EQ(y.original_max_position_embeddings, 32);
+  EXPECT_EQ(y.beta_fast, 32.0);
+  EXPECT_EQ(y.beta_slow, 1.0);
+  EXPECT_DOUBLE_EQ(y.attention_factor, 1.2079441541679836);  // 0.1 ln 8 + 1, not given
+  EXPECT_FALSE(y.attention_factor_given);
+  EXPECT_TRUE(y.truncate);
+  EXPECT_EQ(c.rope_sliding.type, RopeType::kDefault);  // sliding layers: plain, same theta
+  EXPECT_EQ(c.rope_sliding.theta, 500000.0);
+  for (int64_t l = 0; l < 4; ++l)
+    EXPECT_EQ(&c.RopeFor(l), l == 3 ? &c.rope_full : &c.rope_sliding) << l;
+  EXPECT_THAT(c.RopeSummary(), AllOf(HasSubstr("full layers yarn"), HasSubstr("factor 8"),
+                                     HasSubstr("sliding layers plain")));
+  EXPECT_THROW(c.RopeFor(4), Error);
+}
+
+// The same settings in all three spellings give the same per-layer RoPE, and each is written back
+// in the spelling it was read in.
+TEST(ModelConfig, YarnSpellingsAgreeAndRoundTrip) {
+  const ModelConfig legacy = FromYarnEdit([](json&) {});
+  const ModelConfig flat = FromYarnEdit([](json& j) {
+    j.erase("rope_theta");
+    j.erase("rope_scaling");
+    j["rope_parameters"] = TinyYarnFullParameters();
+  });
+  const ModelConfig nested = FromYarnEdit([](json& j) {
+    j.erase("rope_theta");
+    j.erase("rope_scaling");
+    j["rope_parameters"] = {{"full_attention", TinyYarnFullParameters()},
+                            {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 500000.0}}}};
+  });
+  EXPECT_EQ(flat.rope_spelling, RopeSpelling::kRopeParameters);
+  EXPECT_EQ(nested.rope_spelling, RopeSpelling::kRopeParametersPerLayerType);
+  for (const ModelConfig* c : {&flat, &nested})
+    for (int64_t l = 0; l < 4; ++l) EXPECT_TRUE(c->RopeFor(l).SameMath(legacy.RopeFor(l))) << l;
+
+  const json in_legacy = Load("olmo3/tiny-yarn/config.json");
+  const json out_legacy = legacy.ToHfJson();
+  EXPECT_EQ(out_legacy["rope_scaling"], in_legacy["rope_scaling"]);
+  EXPECT_EQ(out_legacy["rope_theta"], in_legacy["rope_theta"]);
+  EXPECT_FALSE(out_legacy.contains("rope_parameters"));
+  const json out_flat = flat.ToHfJson();
+  EXPECT_EQ(out_flat["rope_parameters"], TinyYarnFullParameters());
+  EXPECT_FALSE(out_flat.contains("rope_scaling"));
+  EXPECT_FALSE(out_flat.contains("rope_theta"));
+  const json out_nested = nested.ToHfJson();
+  EXPECT_EQ(out_nested["rope_parameters"]["full_attention"], TinyYarnFullParameters());
+  EXPECT_EQ(out_nested["rope_parameters"]["sliding_attention"],
+            json({{"rope_type", "default"}, {"rope_theta", 500000.0}}));
+  for (const ModelConfig* c : {&legacy, &flat, &nested})
+    ExpectSame(ModelConfig::FromHfJson(c->ToHfJson(), "rt"), *c);
+
+  // The released 7B's rope_scaling comes back exactly (attention_factor included).
+  const ModelConfig release = FromYarnEdit([](json& j) {
+    j["rope_scaling"] = Release7bRopeScaling();
+    j["max_position_embeddings"] = 65536;
+  });
+  EXPECT_EQ(release.ToHfJson()["rope_scaling"], Release7bRopeScaling());
+  EXPECT_TRUE(release.rope_full.attention_factor_given);
+}
+
+// Per layer type, each entry is taken as written; a missing entry is plain RoPE.
+TEST(ModelConfig, YarnPerLayerTypeAsWritten) {
+  const ModelConfig both = FromYarnEdit([](json& j) {
+    j.erase("rope_scaling");
+    j["rope_parameters"] = {{"full_attention", TinyYarnFullParameters()},
+                            {"sliding_attention", TinyYarnFullParameters()}};
+  });
+  EXPECT_EQ(both.RopeFor(0).type, RopeType::kYarn);
+  EXPECT_EQ(both.RopeFor(3).type, RopeType::kYarn);
+  const ModelConfig only_full = FromYarnEdit([](json& j) {
+    j.erase("rope_scaling");
+    j["rope_parameters"] = {{"full_attention", TinyYarnFullParameters()}};
+  });
+  EXPECT_EQ(only_full.RopeFor(0).type, RopeType::kDefault);
+  EXPECT_EQ(only_full.RopeFor(0).theta, 500000.0);
+  EXPECT_EQ(only_full.RopeFor(3).type, RopeType::kYarn);
+}
+
+// Where transformers falls back to a default, so does replica.
+TEST(ModelConfig, YarnDefaultsAndFallbacks) {
+  // No original_max_position_embeddings: max_position_embeddings is the original context.
+  const ModelConfig no_l = FromYarnEdit([](json& j) { j["rope_scaling"].erase("original_max_position_embeddings"); });
+  EXPECT_EQ(no_l.rope_full.original_max_position_embeddings, 256);
+  EXPECT_FALSE(no_l.rope_full.original_max_given);
+  EXPECT_FALSE(no_l.ToHfJson()["rope_scaling"].contains("original_max_position_embeddings"));
+  // No betas, or betas null or 0 (`.get(key) or default`): 32 and 1.
+  for (const json& v : {json(nullptr), json(0)}) {
+    const ModelConfig c = FromYarnEdit([&](json& j) {
+      j["rope_scaling"]["beta_fast"] = v;
+      j["rope_scaling"]["beta_slow"] = v;
+    });
+    EXPECT_EQ(c.rope_full.beta_fast, 32.0);
+    EXPECT_EQ(c.rope_full.beta_slow, 1.0);
+  }
+  // An explicit attention_factor replaces 0.1 ln s + 1; mscale / mscale_all_dim give a ratio.
+  EXPECT_EQ(FromYarnEdit([](json& j) { j["rope_scaling"]["attention_factor"] = 1.5; }).rope_full.attention_factor, 1.5);
+  const ModelConfig ms = FromYarnEdit([](json& j) {
+    j["rope_scaling"]["mscale"] = 1.0;
+    j["rope_scaling"]["mscale_all_dim"] = 0.5;
+  });
+  EXPECT_DOUBLE_EQ(ms.rope_full.attention_factor, (0.1 * std::log(8.0) + 1) / (0.05 * std::log(8.0) + 1));
+  EXPECT_FALSE(FromYarnEdit([](json& j) { j["rope_scaling"]["truncate"] = false; }).rope_full.truncate);
+  // "type" is the older name of "rope_type".
+  EXPECT_EQ(FromYarnEdit([](json& j) {
+              j["rope_scaling"].erase("rope_type");
+              j["rope_scaling"]["type"] = "yarn";
+            }).rope_full.type,
+            RopeType::kYarn);
+  // factor 1 is allowed (no stretch; m = 1).
+  EXPECT_EQ(FromYarnEdit([](json& j) { j["rope_scaling"]["factor"] = 1; }).rope_full.attention_factor, 1.0);
+  // rope_scaling {"rope_type": "default"} is plain RoPE.
+  EXPECT_EQ(FromYarnEdit([](json& j) { j["rope_scaling"] = {{"rope_type", "default"}}; }).rope_full.type,
+            RopeType::kDefault);
+}
+
+// Bad YaRN settings: each refused with the JSON path of the field.
+TEST(ModelConfig, YarnRefusals) {
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"]["rope_type"] = "yarnn"; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'rope_scaling.rope_type'"), HasSubstr("yarnn")));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"]["rope_type"] = "dynamic"; }),
+              AllOf(HasSubstr("'rope_scaling.rope_type'"), HasSubstr("dynamic")));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"]["factor"] = 0.5; }),
+              AllOf(HasSubstr("'rope_scaling.factor'"), HasSubstr("0.5"), HasSubstr(">= 1")));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"]["factor"] = "8"; }), HasSubstr("'rope_scaling.factor'"));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"].erase("factor"); }),
+              AllOf(HasSubstr("missing"), HasSubstr("'rope_scaling.factor'")));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"].erase("rope_type"); }),
+              AllOf(HasSubstr("missing"), HasSubstr("'rope_scaling.rope_type'")));
+  EXPECT_THAT(YarnEditError([](json& j) {
+                j["rope_scaling"].erase("original_max_position_embeddings");
+                j.erase("max_position_embeddings");
+              }),
+              HasSubstr("'rope_scaling.original_max_position_embeddings'"));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"]["original_max_position_embeddings"] = 31.5; }),
+              HasSubstr("'rope_scaling.original_max_position_embeddings'"));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"]["beta_fast"] = -2; }),
+              HasSubstr("'rope_scaling.beta_fast'"));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"]["attention_factor"] = 0; }),
+              HasSubstr("'rope_scaling.attention_factor'"));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"]["truncate"] = "no"; }),
+              HasSubstr("'rope_scaling.truncate'"));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_scaling"] = 8; }), HasSubstr("'rope_scaling'"));
+  EXPECT_THAT(YarnEditError([](json& j) { j["rope_parameters"] = TinyYarnFullParameters(); }),
+              AllOf(HasSubstr("'rope_scaling'"), HasSubstr("'rope_parameters'")));
+  EXPECT_THAT(YarnEditError([](json& j) {
+                j.erase("rope_scaling");
+                json full = TinyYarnFullParameters();
+                full["factor"] = 0.25;
+                j["rope_parameters"] = {{"full_attention", full}};
+              }),
+              HasSubstr("'rope_parameters.full_attention.factor'"));
+  EXPECT_THAT(YarnEditError([](json& j) {
+                j.erase("rope_scaling");
+                j["rope_parameters"] = {{"full_attention", TinyYarnFullParameters()},
+                                        {"chunked_attention", TinyYarnFullParameters()}};
+              }),
+              HasSubstr("'rope_parameters.chunked_attention'"));
+  EXPECT_THAT(YarnEditError([](json& j) {
+                j.erase("rope_scaling");
+                json full = TinyYarnFullParameters();
+                full["rope_theta"] = 10000.0;
+                j["rope_parameters"] = full;  // top-level rope_theta 500000 is still there
+              }),
+              AllOf(HasSubstr("'rope_parameters.rope_theta'"), HasSubstr("contradicts")));
 }
 
 TEST(ModelConfig, HeadDimConsistentIsAccepted) {
@@ -256,7 +460,8 @@ TEST(ModelConfig, HeadDimConsistentIsAccepted) {
 
 TEST(ModelConfig, ToHfJsonRoundTrips) {
   for (const char* rel : {"olmo3/tiny-mha/config.json", "olmo3/tiny-gqa/config.json",
-                          "bench-shapes/olmo3-7b/config.json", "bench-shapes/bench-S/config.json"}) {
+                          "olmo3/tiny-yarn/config.json", "bench-shapes/olmo3-7b/config.json",
+                          "bench-shapes/bench-S/config.json"}) {
     auto c = ModelConfig::FromHfFile(kData + "/" + rel);
     json out = c.ToHfJson();
     ExpectSame(ModelConfig::FromHfJson(out, "rt"), c);
@@ -323,10 +528,10 @@ TEST(ModelConfig, WrongTypes) {
 TEST(ModelConfig, UnsupportedFeatures) {
   EXPECT_THAT(EditError([](json& j) { j["model_type"] = "llama"; }),
               AllOf(HasSubstr("edited/config.json"), HasSubstr("'model_type'"), HasSubstr("llama")));
-  EXPECT_THAT(EditError([](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8.0}}; }),
-              AllOf(HasSubstr("'rope_scaling'"), HasSubstr("yarn")));
-  EXPECT_THAT(EditError([](json& j) { j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000}}; }),
-              AllOf(HasSubstr("'rope_parameters.rope_type'"), HasSubstr("yarn")));
+  EXPECT_THAT(EditError([](json& j) { j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}}; }),
+              AllOf(HasSubstr("'rope_scaling.rope_type'"), HasSubstr("linear")));
+  EXPECT_THAT(EditError([](json& j) { j["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 10000}}; }),
+              AllOf(HasSubstr("'rope_parameters.rope_type'"), HasSubstr("longrope")));
   EXPECT_THAT(EditError([](json& j) {
                 j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 10000}}},
                                         {"sliding_attention", {{"rope_type", "linear"}, {"rope_theta", 10000}}}};

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -191,7 +192,7 @@ TEST_P(FixtureTest, SingleTokenSequences) {
   EXPECT_TRUE(std::isfinite(s.ce_sum));
 }
 
-INSTANTIATE_TEST_SUITE_P(Olmo3, FixtureTest, ::testing::Values("tiny-mha", "tiny-gqa"));
+INSTANTIATE_TEST_SUITE_P(Olmo3, FixtureTest, ::testing::Values("tiny-mha", "tiny-gqa", "tiny-yarn"));
 
 TEST(Olmo3Model, RejectsBadInput) {
   Fixture f("tiny-mha");
@@ -209,6 +210,107 @@ TEST(Olmo3Model, RejectsBadInput) {
   EXPECT_THROW(f.model->ForwardLoss(ids.data(), labels.data(), 0, f.T), Error);
 }
 
+// ---- tiny-yarn: the full-attention layers use YaRN, the sliding ones plain RoPE ---------------
+
+TEST(Olmo3Yarn, LayersGetTheirOwnRope) {
+  const ModelConfig c = ModelConfig::FromHfFile(kData + "/olmo3/tiny-yarn/config.json");
+  for (int64_t l = 0; l < 3; ++l) EXPECT_EQ(c.RopeFor(l).type, RopeType::kDefault) << l;
+  EXPECT_EQ(c.RopeFor(3).type, RopeType::kYarn);
+  EXPECT_EQ(c.RopeFor(3).factor, 8.0);
+  EXPECT_EQ(c.RopeFor(3).original_max_position_embeddings, 32);
+  EXPECT_EQ(c.RopeFor(0).theta, c.RopeFor(3).theta);
+}
+
+struct LogitsDeviation {
+  double max_abs = 0, max_kl = 0;  // against the stored float64 logits; KL(stored ‖ ours) per token
+  int64_t top1 = 0, rows = 0;
+};
+
+// The tiny-yarn io.safetensors forward with the config after `edit`.
+LogitsDeviation TinyYarnLogits(const std::function<void(ModelConfig&)>& edit) {
+  const std::string dir = kData + "/olmo3/tiny-yarn";
+  ModelConfig c = ModelConfig::FromHfFile(dir + "/config.json");
+  edit(c);
+  SafetensorsFile io = SafetensorsFile::Open(dir + "/io.safetensors");
+  const std::vector<int32_t> ids = ToI32(io.ReadI64("input_ids"));
+  const int64_t B = io.Get("input_ids").shape[0], T = io.Get("input_ids").shape[1];
+  const int64_t V = c.vocab_size;
+  Olmo3Model m(c, B, T);
+  LoadHfWeights(dir, m.layout(), m.params());
+  std::vector<float> logits(B * T * V);
+  m.ForwardLogits(ids.data(), B, T, logits.data());
+  const std::vector<float> ref = io.ReadF32("logits");
+  LogitsDeviation d;
+  d.rows = B * T;
+  for (int64_t r = 0; r < B * T; ++r) {
+    const float* a = logits.data() + r * V;
+    const float* b = ref.data() + r * V;
+    double ma = -INFINITY, mb = -INFINITY;
+    for (int64_t v = 0; v < V; ++v) {
+      d.max_abs = std::max(d.max_abs, std::abs(double(a[v]) - b[v]));
+      ma = std::max(ma, double(a[v]));
+      mb = std::max(mb, double(b[v]));
+    }
+    double sa = 0, sb = 0;
+    for (int64_t v = 0; v < V; ++v) sa += std::exp(a[v] - ma), sb += std::exp(b[v] - mb);
+    const double la = ma + std::log(sa), lb = mb + std::log(sb);
+    double kl = 0;
+    for (int64_t v = 0; v < V; ++v) {
+      const double lp = b[v] - lb, lq = a[v] - la;
+      kl += std::exp(lp) * (lp - lq);
+    }
+    d.max_kl = std::max(d.max_kl, kl);
+    d.top1 += std::max_element(a, a + V) - a == std::max_element(b, b + V) - b;
+  }
+  return d;
+}
+
+// The right computation is within the parity bounds (KL <= 1e-8, |Δlogit| < 1e-5, top-1 100%);
+// each YaRN mistake of the fixture README moves the logits past them, by about the amount the
+// README measured in float64 (within a factor 2: the same mistake, computed in float32).
+TEST(Olmo3Yarn, EachReadmeMistakeFailsParity) {
+  const LogitsDeviation right = TinyYarnLogits([](ModelConfig&) {});
+  std::printf("[tiny-yarn] right: max |dlogit| %.3g  max KL %.3g  top1 %ld/%ld\n", right.max_abs,
+              right.max_kl, static_cast<long>(right.top1), static_cast<long>(right.rows));
+  EXPECT_LT(right.max_abs, 1e-5);
+  EXPECT_LT(right.max_kl, 1e-8);
+  EXPECT_EQ(right.top1, right.rows);
+
+  struct Mistake {
+    const char* what;
+    std::function<void(ModelConfig&)> edit;
+    double readme_max_abs, readme_max_kl;
+  };
+  const std::vector<Mistake> mistakes = {
+      {"YaRN on every layer, sliding ones included",
+       [](ModelConfig& c) { c.rope_sliding = c.rope_full; }, 6.8e-1, 2.2e-2},
+      {"no YaRN at all", [](ModelConfig& c) { c.rope_full = c.rope_sliding; }, 2.8e-1, 4.6e-3},
+      {"original_max_position_embeddings ignored",
+       [](ModelConfig& c) {
+         c.rope_full.original_max_position_embeddings = c.max_position_embeddings;
+       },
+       3.1e-1, 4.1e-3},
+      {"attention factor left out", [](ModelConfig& c) { c.rope_full.attention_factor = 1.0; },
+       7.6e-2, 3.1e-4},
+      {"attention factor applied once",
+       [](ModelConfig& c) { c.rope_full.attention_factor = std::sqrt(c.rope_full.attention_factor); },
+       4.0e-2, 8.9e-5},
+      {"no floor/ceil on low/high", [](ModelConfig& c) { c.rope_full.truncate = false; }, 1.9e-2,
+       1.5e-5},
+  };
+  for (const Mistake& k : mistakes) {
+    const LogitsDeviation d = TinyYarnLogits(k.edit);
+    std::printf("[tiny-yarn] %-45s max |dlogit| %.3g (README %.2g)  max KL %.3g (README %.2g)\n",
+                k.what, d.max_abs, k.readme_max_abs, d.max_kl, k.readme_max_kl);
+    EXPECT_GT(d.max_kl, 1e-8) << k.what;  // the parity check fails
+    EXPECT_GT(d.max_abs, 1e-5) << k.what;
+    EXPECT_GT(d.max_abs, 0.5 * k.readme_max_abs) << k.what;
+    EXPECT_LT(d.max_abs, 2.0 * k.readme_max_abs) << k.what;
+    EXPECT_GT(d.max_kl, 0.5 * k.readme_max_kl) << k.what;
+    EXPECT_LT(d.max_kl, 2.0 * k.readme_max_kl) << k.what;
+  }
+}
+
 // ---- Small random models: finite differences through the whole network -----------------------
 
 ModelConfig SmallConfig(int64_t H, int64_t KV, bool tied) {
@@ -222,7 +324,7 @@ ModelConfig SmallConfig(int64_t H, int64_t KV, bool tied) {
   c.num_kv_heads = KV;
   c.head_dim = 8;
   c.rms_norm_eps = 1e-5;
-  c.rope_theta = 10000;
+  c.SetPlainRope(10000);
   c.sliding_window = 3;
   c.layer_types = {AttentionType::kSliding, AttentionType::kFull};
   c.tie_word_embeddings = tied;

@@ -203,5 +203,44 @@ TEST(RunConfig, CanonicalRoundTripAndHashes) {
   EXPECT_EQ(s1b.model.NumParams(), 7298617344);
 }
 
+// RoPE scaling inline in the model section (either spelling): it renders into the canonical form,
+// reloads to the same per-layer RoPE, counts as a trajectory key, and bad values name the field.
+TEST(RunConfig, YarnModelRendersAndReloads) {
+  const std::string legacy =
+      "model.rope_scaling={rope_type: yarn, factor: 8, original_max_position_embeddings: 32, "
+      "beta_fast: 32, beta_slow: 1}";
+  const std::string nested =
+      "model.rope_parameters={full_attention: {rope_type: yarn, rope_theta: 500000, factor: 8, "
+      "original_max_position_embeddings: 32}, sliding_attention: {rope_type: default, "
+      "rope_theta: 500000}}";
+  const RunConfig plain = RunConfig::FromYaml(kTiny, "/b");
+  for (const std::string& set : {legacy, nested}) {
+    const RunConfig a = RunConfig::FromYaml(kTiny, "/b", {set});
+    EXPECT_EQ(a.model.RopeFor(3).type, RopeType::kYarn) << set;
+    EXPECT_EQ(a.model.RopeFor(0).type, RopeType::kDefault) << set;
+    const std::string canon = a.Canonical();
+    EXPECT_NE(canon.find(set == legacy ? "rope_scaling:" : "rope_parameters:"), std::string::npos)
+        << canon;
+    const RunConfig b = RunConfig::FromYaml(canon, "/x");
+    EXPECT_EQ(b.Canonical(), canon);
+    for (int64_t l = 0; l < 4; ++l) EXPECT_TRUE(b.model.RopeFor(l).SameMath(a.model.RopeFor(l)));
+    EXPECT_EQ(b.model.rope_spelling, a.model.rope_spelling);
+    EXPECT_NE(a.TrajectoryHash(), plain.TrajectoryHash());
+  }
+  EXPECT_EQ(TrajectoryDifferences(plain, RunConfig::FromYaml(kTiny, "/b", {legacy})),
+            std::vector<std::string>{"model.rope_scaling"});
+  // A plain-RoPE model renders without rope_scaling / rope_parameters keys.
+  EXPECT_EQ(plain.Canonical().find("rope_scaling"), std::string::npos);
+  EXPECT_EQ(plain.Canonical().find("rope_parameters"), std::string::npos);
+  const std::string e = ErrorOf([] {
+    RunConfig::FromYaml(kTiny, "/b",
+                        {"model.rope_scaling={rope_type: yarn, factor: 0.5, "
+                         "original_max_position_embeddings: 32}"});
+  });
+  EXPECT_NE(e.find("'rope_scaling.factor'"), std::string::npos) << e;
+  const std::string e2 = ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"model.rope_scaling=8"}); });
+  EXPECT_NE(e2.find("model.rope_scaling"), std::string::npos) << e2;
+}
+
 }  // namespace
 }  // namespace replica

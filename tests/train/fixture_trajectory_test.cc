@@ -1,4 +1,4 @@
-// The 6-step AdamW trajectories of tests/data/olmo3/{tiny-mha,tiny-gqa} (train.json +
+// The 6-step AdamW trajectories of tests/data/olmo3/{tiny-mha,tiny-gqa,tiny-yarn} (train.json +
 // train.safetensors) reproduced by TrainStep — the trainer's own step code — within the fixture
 // README's tolerances for a float32 implementation:
 //   per-step loss, ce_loss, z_loss within 1e-5 absolute; grad_norm within 1e-4 relative;
@@ -112,6 +112,8 @@ void ExpectWithinReadmeTolerances(const Errors& e) {
 
 TEST(FixtureTrajectory, TinyMha) { ExpectWithinReadmeTolerances(RunFixture("tiny-mha", 0, 1)); }
 TEST(FixtureTrajectory, TinyGqa) { ExpectWithinReadmeTolerances(RunFixture("tiny-gqa", 0, 2)); }
+// YaRN on the full-attention layer, T = 3 × original_max_position_embeddings.
+TEST(FixtureTrajectory, TinyYarn) { ExpectWithinReadmeTolerances(RunFixture("tiny-yarn", 0, 2)); }
 // Micro-batches of one row (B leaves of the reduction tree) give the same math.
 TEST(FixtureTrajectory, InMicroBatchesOfOneRow) {
   ExpectWithinReadmeTolerances(RunFixture("tiny-gqa", 1, 1));

@@ -9,32 +9,37 @@
 namespace replica {
 namespace {
 
-double InvFreq(int64_t j, int64_t head_dim, double theta) {
-  return std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim));
+RopeParams Plain(double theta) {
+  RopeParams p;
+  p.theta = theta;
+  return p;
 }
 
 }  // namespace
 
-RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, double theta) {
-  Require(head_dim > 0 && head_dim % 2 == 0, "RoPE: head dim must be even and positive, got {}",
-          head_dim);
-  Require(theta > 0, "RoPE: rope_theta must be positive, got {}", theta);
+RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, const RopeParams& params) {
+  Require(max_positions >= 0, "RoPE: table size must be >= 0, got {}", max_positions);
+  const std::vector<double> inv = RopeInvFreq(params, head_dim);  // validates head_dim and params
+  const double m = params.Scale();
   RopeTable t;
   t.max_positions = max_positions;
   t.head_dim = head_dim;
-  t.theta = theta;
+  t.params = params;
   const int64_t half = head_dim / 2;
   t.cos.resize(static_cast<size_t>(max_positions * half));
   t.sin.resize(t.cos.size());
   for (int64_t j = 0; j < half; ++j) {
-    const double f = InvFreq(j, head_dim, theta);
     for (int64_t p = 0; p < max_positions; ++p) {
-      const double phi = static_cast<double>(p) * f;
-      t.cos[p * half + j] = static_cast<float>(std::cos(phi));
-      t.sin[p * half + j] = static_cast<float>(std::sin(phi));
+      const double phi = static_cast<double>(p) * inv[j];
+      t.cos[p * half + j] = static_cast<float>(m * std::cos(phi));
+      t.sin[p * half + j] = static_cast<float>(m * std::sin(phi));
     }
   }
   return t;
+}
+
+RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, double theta) {
+  return MakeRopeTable(max_positions, head_dim, Plain(theta));
 }
 
 void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
@@ -83,16 +88,38 @@ void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T,
   }
 }
 
-void RopeForwardReference(int64_t head_dim, double theta, const float* x, int64_t B, int64_t T,
-                          int64_t heads, float* y) {
+std::vector<double> RopeInvFreqReference(const RopeParams& params, int64_t head_dim) {
+  const double d = static_cast<double>(head_dim), theta = params.theta;
+  std::vector<double> inv;
+  for (int64_t j = 0; 2 * j < head_dim; ++j) inv.push_back(std::pow(theta, -2.0 * j / d));
+  if (params.type != RopeType::kYarn) return inv;
+  const double pi = std::acos(-1.0), L = static_cast<double>(params.original_max_position_embeddings);
+  auto dim_of = [&](double r) { return d * std::log(L / (2.0 * pi * r)) / (2.0 * std::log(theta)); };
+  double low = dim_of(params.beta_fast), high = dim_of(params.beta_slow);
+  if (params.truncate) low = std::floor(low), high = std::ceil(high);
+  low = low < 0 ? 0 : low;
+  high = high > d - 1 ? d - 1 : high;
+  if (low == high) high += 0.001;
+  for (size_t j = 0; j < inv.size(); ++j) {
+    double ramp = (static_cast<double>(j) - low) / (high - low);
+    ramp = ramp < 0 ? 0 : (ramp > 1 ? 1 : ramp);
+    inv[j] = inv[j] / params.factor * ramp + inv[j] * (1.0 - ramp);
+  }
+  return inv;
+}
+
+void RopeForwardReference(int64_t head_dim, const RopeParams& params, const float* x, int64_t B,
+                          int64_t T, int64_t heads, float* y) {
   const int64_t half = head_dim / 2;
+  const std::vector<double> inv = RopeInvFreqReference(params, head_dim);
+  const double m = params.type == RopeType::kYarn ? params.attention_factor : 1.0;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t base = ((b * T + t) * heads + h) * head_dim;
         for (int64_t j = 0; j < half; ++j) {
-          const double phi = static_cast<double>(t) * InvFreq(j, head_dim, theta);
-          const double c = std::cos(phi), s = std::sin(phi);
+          const double phi = static_cast<double>(t) * inv[j];
+          const double c = m * std::cos(phi), s = m * std::sin(phi);
           const double a = x[base + j], bb = x[base + j + half];
           y[base + j] = static_cast<float>(a * c - bb * s);
           y[base + j + half] = static_cast<float>(bb * c + a * s);
@@ -100,21 +127,33 @@ void RopeForwardReference(int64_t head_dim, double theta, const float* x, int64_
       }
 }
 
-void RopeBackwardReference(int64_t head_dim, double theta, const float* dy, int64_t B, int64_t T,
-                           int64_t heads, float* dx) {
+void RopeBackwardReference(int64_t head_dim, const RopeParams& params, const float* dy, int64_t B,
+                           int64_t T, int64_t heads, float* dx) {
   const int64_t half = head_dim / 2;
+  const std::vector<double> inv = RopeInvFreqReference(params, head_dim);
+  const double m = params.type == RopeType::kYarn ? params.attention_factor : 1.0;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t base = ((b * T + t) * heads + h) * head_dim;
         for (int64_t j = 0; j < half; ++j) {
-          const double phi = static_cast<double>(t) * InvFreq(j, head_dim, theta);
-          const double c = std::cos(phi), s = std::sin(phi);
+          const double phi = static_cast<double>(t) * inv[j];
+          const double c = m * std::cos(phi), s = m * std::sin(phi);
           const double a = dy[base + j], bb = dy[base + j + half];
           dx[base + j] += static_cast<float>(a * c + bb * s);
           dx[base + j + half] += static_cast<float>(bb * c - a * s);
         }
       }
+}
+
+void RopeForwardReference(int64_t head_dim, double theta, const float* x, int64_t B, int64_t T,
+                          int64_t heads, float* y) {
+  RopeForwardReference(head_dim, Plain(theta), x, B, T, heads, y);
+}
+
+void RopeBackwardReference(int64_t head_dim, double theta, const float* dy, int64_t B, int64_t T,
+                           int64_t heads, float* dx) {
+  RopeBackwardReference(head_dim, Plain(theta), dy, B, T, heads, dx);
 }
 
 }  // namespace replica

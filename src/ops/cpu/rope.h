@@ -1,25 +1,30 @@
 // Rotary position embedding, "rotate half" layout (HF / OLMo-core): dimension j of a head is paired
-// with j + hd/2. The cos/sin tables are built once per (max positions, head dim, theta); angles
-// t·θ^(-2j/hd) and their cos/sin are computed in double and rounded to float once, so the table
-// is the exact one to a half-ulp (an fp32 angle drifts by ~t·2^-24 rad at position t; on the short
-// fixtures both choices measure the same). The rotation itself runs in fp32.
+// with j + hd/2. The cos/sin tables are built once per (max positions, head dim, RopeParams):
+// angles t·inv_freq[j] (plain RoPE or YaRN, ops/cpu/rope_params.h) and m·cos, m·sin (m = the YaRN
+// attention factor, 1 for plain RoPE) are computed in double and rounded to float once, so the
+// table is the exact one to a half-ulp (an fp32 angle drifts by ~t·2^-24 rad at position t). The
+// rotation itself runs in fp32. With m in the table, q·k of a YaRN layer is scaled by m².
 #pragma once
 #include <cstdint>
 #include <vector>
+
+#include "ops/cpu/rope_params.h"
 
 namespace replica {
 
 struct RopeTable {
   int64_t max_positions = 0, head_dim = 0;
-  double theta = 0;
-  std::vector<float> cos, sin;  // [max_positions, head_dim / 2]
+  RopeParams params;
+  std::vector<float> cos, sin;  // [max_positions, head_dim / 2], both already times m
 };
 
+RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, const RopeParams& params);
+// Plain RoPE with this theta.
 RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, double theta);
 
 // x, y [B, T, heads, hd]; position of row (b, t) is t. y may alias x.
-//   y[j]      = x[j] cos φ(t,j) - x[j+hd/2] sin φ(t,j)
-//   y[j+hd/2] = x[j+hd/2] cos φ(t,j) + x[j] sin φ(t,j)        j < hd/2
+//   y[j]      = m (x[j] cos φ(t,j) - x[j+hd/2] sin φ(t,j))
+//   y[j+hd/2] = m (x[j+hd/2] cos φ(t,j) + x[j] sin φ(t,j))        j < hd/2, φ = t·inv_freq[j]
 void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
                  float* y);
 // Backward of the line above (the transposed rotation); accumulates (+=) into dx. dx != dy.
@@ -27,7 +32,15 @@ void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, i
 void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T, int64_t heads,
                   float* dx);
 
-// Plain scalar references computing the angles on the fly in double (for the tests).
+// Plain scalar fp64 references for the tests: the inverse frequencies (plain or YaRN, written out
+// from the formula independently of RopeInvFreq), the angles, cos, sin and m are computed on the
+// fly in double; only the outputs are rounded to float.
+std::vector<double> RopeInvFreqReference(const RopeParams& params, int64_t head_dim);
+void RopeForwardReference(int64_t head_dim, const RopeParams& params, const float* x, int64_t B,
+                          int64_t T, int64_t heads, float* y);
+void RopeBackwardReference(int64_t head_dim, const RopeParams& params, const float* dy, int64_t B,
+                           int64_t T, int64_t heads, float* dx);
+// Plain RoPE with this theta.
 void RopeForwardReference(int64_t head_dim, double theta, const float* x, int64_t B, int64_t T,
                           int64_t heads, float* y);
 void RopeBackwardReference(int64_t head_dim, double theta, const float* dy, int64_t B, int64_t T,
