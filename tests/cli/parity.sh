@@ -59,11 +59,14 @@ cp "$DATA/tiny-mha/config.json" "$TMP/wrong/"
 cp "$DATA/tiny-gqa/model.safetensors" "$TMP/wrong/"
 expect_bad "weights of another model" "model.safetensors" --model "$TMP/wrong" --reference "$DATA/tiny-mha/io.safetensors"
 # Bad RoPE settings in config.json: exit 2 naming the field by its JSON path.
+n_bad=0
 bad_yarn() {  # bad_yarn NAME EXPECTED_TEXT JQ_EDIT
-  mkdir -p "$TMP/$1"
-  cp "$DATA/tiny-yarn/model.safetensors" "$TMP/$1/"
-  jq "$3" "$DATA/tiny-yarn/config.json" >"$TMP/$1/config.json"
-  expect_bad "$1" "$2" --model "$TMP/$1" --reference "$DATA/tiny-yarn/io.safetensors"
+  n_bad=$((n_bad + 1))
+  local dir="$TMP/bad-yarn-$n_bad"
+  mkdir -p "$dir"
+  cp "$DATA/tiny-yarn/model.safetensors" "$dir/"
+  jq "$3" "$DATA/tiny-yarn/config.json" >"$dir/config.json"
+  expect_bad "$1" "$2" --model "$dir" --reference "$DATA/tiny-yarn/io.safetensors"
 }
 bad_yarn "unknown rope_type" "'rope_scaling.rope_type'" '.rope_scaling.rope_type = "yarnn"'
 bad_yarn "yarn factor below 1" "'rope_scaling.factor'" '.rope_scaling.factor = 0.5'
