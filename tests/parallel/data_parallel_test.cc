@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -116,8 +117,8 @@ void RunRank(Communicator* comm, int world, const Trajectory* from, int64_t firs
   }
 }
 
-// Runs RunRank on `world` thread ranks (world 0: one process without a communicator).
-std::vector<Trajectory> Run(int world, const Trajectory* from, int64_t first, int64_t last) {
+// RunRank on `world` thread ranks (world 0: one process without a communicator).
+std::vector<Trajectory> RunWorld(int world, const Trajectory* from, int64_t first, int64_t last) {
   if (world == 0) {
     std::vector<Trajectory> got(1);
     RunRank(nullptr, 1, from, first, last, got[0]);
@@ -154,9 +155,9 @@ void ExpectSameState(const Trajectory& got, const Trajectory& want, const std::s
 }
 
 TEST(DataParallel, TrainStepsBitIdenticalToOneProcess) {
-  const Trajectory want = Run(0, nullptr, 1, kSteps)[0];
+  const Trajectory want = std::move(RunWorld(0, nullptr, 1, kSteps).front());
   for (int world : {1, 2, 4, 8}) {
-    const std::vector<Trajectory> got = Run(world, nullptr, 1, kSteps);
+    const std::vector<Trajectory> got = RunWorld(world, nullptr, 1, kSteps);
     for (const Trajectory& rank : got) ExpectSameSteps(rank.steps, want.steps, world);
     ExpectSameState(got[0], want, "world " + std::to_string(world));
   }
@@ -166,17 +167,17 @@ TEST(DataParallel, TrainStepsBitIdenticalToOneProcess) {
 // process with the bits of an uninterrupted single-process run; saving the single process's state
 // and loading it on 8 ranks does too.
 TEST(DataParallel, OptimizerStateMovesBetweenWorldSizes) {
-  const Trajectory want = Run(0, nullptr, 1, kSteps)[0];
-  const Trajectory four = Run(4, nullptr, 1, 2)[0];
-  const Trajectory one = Run(0, nullptr, 1, 2)[0];
+  const Trajectory want = std::move(RunWorld(0, nullptr, 1, kSteps).front());
+  const Trajectory four = std::move(RunWorld(4, nullptr, 1, 2).front());
+  const Trajectory one = std::move(RunWorld(0, nullptr, 1, 2).front());
   ExpectSameState(four, one, "saved after 2 steps on 4 ranks vs one process");
   for (int world : {0, 2}) {
-    const std::vector<Trajectory> got = Run(world, &four, 3, kSteps);
+    const std::vector<Trajectory> got = RunWorld(world, &four, 3, kSteps);
     ExpectSameSteps(got[0].steps,
                     std::vector<StepOutcome>(want.steps.begin() + 2, want.steps.end()), world);
     ExpectSameState(got[0], want, "4 ranks -> world " + std::to_string(world));
   }
-  const std::vector<Trajectory> eight = Run(8, &one, 3, kSteps);
+  const std::vector<Trajectory> eight = RunWorld(8, &one, 3, kSteps);
   ExpectSameState(eight[0], want, "one process -> 8 ranks");
 }
 
