@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/profile.h"
 #include "core/error.h"
@@ -54,7 +55,7 @@ void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& deca
                       const float* grads, float* m, float* v, size_t begin, size_t end,
                       const AdamWConfig& c, double lr, double grad_coef, int64_t step) {
   ProfileScope profile_scope(ProfileCategory::kOptimizer);
-  const double b1 = c.beta1, b2 = c.beta2, eps = c.eps;
+  const double b1 = c.betas[0], b2 = c.betas[1], eps = c.eps;
   const double bias1 = 1.0 - std::pow(b1, static_cast<double>(step));
   const double bias2_sqrt = std::sqrt(1.0 - std::pow(b2, static_cast<double>(step)));
   const double step_size = lr / bias1;
@@ -79,20 +80,44 @@ void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& deca
   }
 }
 
-AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& config)
-    : layout_(layout),
-      config_(config),
-      decay_(DecayPerView(layout, config)),
-      m_(layout.total_floats()),
-      v_(layout.total_floats()) {}
+void RequireAdamWConfig(const AdamWConfig& config) {
+  Require(config.betas.size() == 2, "config key 'optim.betas': expected [beta1, beta2], got {} values",
+          config.betas.size());
+}
 
-void AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double grad_coef) {
-  Require(params.size() == m_.size() && grads.size() == m_.size(),
+AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& config)
+    : layout_(layout), config_(config), decay_(DecayPerView(layout, config)) {
+  RequireAdamWConfig(config_);
+}
+
+void AdamW::Allocate() {
+  if (state_.m.size() == layout_.total_floats()) return;
+  state_.m = FlatBuffer(layout_.total_floats());
+  state_.v = FlatBuffer(layout_.total_floats());
+}
+
+const OptimizerState* AdamW::SaveState() {
+  Allocate();
+  return &state_;
+}
+
+void AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) {
+  Allocate();
+  FlatBuffer& m = state_.m;
+  Require(params.size() == m.size() && grads.size() == m.size(),
           "optimizer: buffer sizes differ (params {}, grads {}, state {})", params.size(),
-          grads.size(), m_.size());
-  ++step_;
-  AdamWUpdateRange(layout_, decay_, params.data(), grads.data(), m_.data(), v_.data(), 0,
-                   m_.size(), config_, lr, grad_coef, step_);
+          grads.size(), m.size());
+  ++state_.step;
+  AdamWUpdateRange(layout_, decay_, params.data(), grads.data(), m.data(), state_.v.data(), 0,
+                   m.size(), config_, lr, clip_coef, state_.step);
+}
+
+void AdamW::LoadState(OptimizerState state) {
+  Require(state.m.size() == layout_.total_floats() && state.v.size() == layout_.total_floats(),
+          "optimizer: state has {} / {} floats of m / v, the model needs {}", state.m.size(),
+          state.v.size(), layout_.total_floats());
+  Require(state.step >= 0, "optimizer: step count {} is negative", state.step);
+  state_ = std::move(state);
 }
 
 }  // namespace replica

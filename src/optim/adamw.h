@@ -22,12 +22,16 @@
 #include <string>
 #include <vector>
 
+#include "optim/optimizer.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
 
+// The AdamW settings; the run config's `optim` section holds exactly these keys (plus the LR and
+// its schedule), under the same names.
 struct AdamWConfig {
-  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  std::vector<double> betas = {0.9, 0.95};  // [beta1, beta2]
+  double eps = 1e-8;
   double weight_decay = 0.1;
   double max_grad_norm = 1.0;  // <= 0 disables clipping
   // Exact HF names of tensors without weight decay (OLMo-core Olmo 3: only the embedding).
@@ -56,28 +60,35 @@ void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& deca
                       const float* grads, float* m, float* v, size_t begin, size_t end,
                       const AdamWConfig& config, double lr, double grad_coef, int64_t step);
 
-// The single-process optimizer: full-size m and v and the step counter t.
-class AdamW {
+// Error naming the key unless betas holds two values (the rest is range-checked by the run config).
+void RequireAdamWConfig(const AdamWConfig& config);
+
+// The single-process optimizer: full-size m and v and the step counter t, starting at zero. m and
+// v are allocated by the first Step or SaveState unless LoadState brings them (so loading a
+// checkpoint never holds two copies).
+class AdamW final : public Optimizer {
  public:
   AdamW(const ParamLayout& layout, const AdamWConfig& config);
 
-  // t += 1, then the update above with clip coefficient `grad_coef` over every element.
-  void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double grad_coef);
+  // t += 1, then the update above with clip coefficient `clip_coef` over every element.
+  void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;
+  // Its own state, no copy.
+  const OptimizerState* SaveState() override;
+  void LoadState(OptimizerState state) override;
+  int64_t step() const override { return state_.step; }
+  double max_grad_norm() const override { return config_.max_grad_norm; }
 
   const AdamWConfig& config() const { return config_; }
-  FlatBuffer& m() { return m_; }
-  FlatBuffer& v() { return v_; }
-  const FlatBuffer& m() const { return m_; }
-  const FlatBuffer& v() const { return v_; }
-  int64_t step() const { return step_; }  // t: updates taken (skipped steps do not count)
-  void set_step(int64_t t) { step_ = t; }
+  // Empty before the first Step, SaveState or LoadState.
+  const FlatBuffer& m() const { return state_.m; }
+  const FlatBuffer& v() const { return state_.v; }
 
  private:
+  void Allocate();  // zero m and v unless present
   const ParamLayout& layout_;
   AdamWConfig config_;
   std::vector<double> decay_;
-  FlatBuffer m_, v_;
-  int64_t step_ = 0;
+  OptimizerState state_;
 };
 
 }  // namespace replica

@@ -40,7 +40,7 @@ void AllGatherShards(Communicator& comm, float* buf, const ShardPlan& plan);
 void TreeAllReduce(Communicator& comm, std::vector<double>& values);
 
 // ‖g‖₂ of the reduce-scattered gradient: rank r computes GradSquarePartials over its shard (whole
-// fixed blocks, optimizer.h), the block partials are all-gathered and summed in block order: the
+// fixed blocks, optim/adamw.h), the block partials are all-gathered and summed in block order: the
 // same operations, in the same order, as GlobalGradNorm on the full buffer.
 double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& plan);
 

@@ -2,23 +2,49 @@
 
 #include <chrono>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "parallel/collectives.h"
+#include "parallel/zero1.h"
 
 namespace replica::parallel {
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Zero1AdamW whose Step wall time is added to `seconds`.
+class TimedZero1 final : public Optimizer {
+ public:
+  TimedZero1(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
+             double& seconds)
+      : zero_(layout, config, comm), seconds_(seconds) {}
+  void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override {
+    const double t0 = Now();
+    zero_.Step(params, grads, lr, clip_coef);
+    seconds_ += Now() - t0;
+  }
+  const OptimizerState* SaveState() override { return zero_.SaveState(); }
+  void LoadState(OptimizerState state) override { zero_.LoadState(std::move(state)); }
+  int64_t step() const override { return zero_.step(); }
+  double max_grad_norm() const override { return zero_.max_grad_norm(); }
+  const ShardPlan& plan() const { return zero_.plan(); }
+
+ private:
+  Zero1AdamW zero_;
+  double& seconds_;
+};
+
+}  // namespace
 
 DataParallel::DataParallel(Communicator& comm, const RunConfig& config)
     : comm_(comm) {
   RequireRankIndependentBatch(config.NumMicroBatches(), comm.world());
 }
-
-namespace {
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
 
 DataParallel::~DataParallel() {
   if (comm_.rank() != 0 || steps_ == 0) return;
@@ -27,11 +53,6 @@ DataParallel::~DataParallel() {
                "ZeRO-1 update + parameter all-gather %.3f s/step\n",
                comm_.world(), static_cast<long long>(steps_), reduce_s_ / static_cast<double>(steps_),
                step_s_ / static_cast<double>(steps_));
-}
-
-Zero1AdamW& DataParallel::zero() {
-  Require(zero_ != nullptr, "data parallel: the optimizer state was not adopted before a step");
-  return *zero_;
 }
 
 int64_t DataParallel::SumTokens(int64_t local) {
@@ -44,40 +65,25 @@ int64_t DataParallel::SumTokens(int64_t local) {
 }
 
 double DataParallel::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) {
+  Require(plan_.has_value(), "data parallel: ReduceGradients before MakeOptimizer fixed the shards");
+  Require(grads.size() == plan_->total(), "data parallel: gradient buffer has {} floats, expected {}",
+          grads.size(), plan_->total());
   const double t0 = Now();
   std::vector<double> v(scalars.begin(), scalars.end());
   TreeAllReduce(comm_, v);
   for (size_t i = 0; i < v.size(); ++i) scalars[i] = v[i];
-  const double norm = zero().ReduceGradients(grads);
+  TreeReduceScatter(comm_, grads.data(), *plan_);
+  const double norm = ShardedGradNorm(comm_, grads.data(), *plan_);
   reduce_s_ += Now() - t0;
   ++steps_;
   return norm;
 }
 
-void DataParallel::OptimizerStep(FlatBuffer& params, const FlatBuffer& grads, double lr,
-                                 double grad_coef) {
-  const double t0 = Now();
-  zero().Step(params, grads, lr, grad_coef);
-  step_s_ += Now() - t0;
-}
-
-void DataParallel::AdoptOptimizer(const ParamLayout& layout, AdamW& adam) {
-  zero_ = std::make_unique<Zero1AdamW>(layout, adam.config(), comm_);
-  zero_->LoadState(adam.m(), adam.v(), adam.step());
-  // ZeRO-1: from here on only the shard lives on this rank (rank 0 re-creates full buffers as the
-  // gather target of each checkpoint).
-  adam.m() = FlatBuffer();
-  adam.v() = FlatBuffer();
-}
-
-void DataParallel::GatherOptimizer(AdamW& adam) {
-  Zero1AdamW& z = zero();
-  if (comm_.rank() == 0) {
-    if (adam.m().size() != z.plan().total()) adam.m() = FlatBuffer(z.plan().total());
-    if (adam.v().size() != z.plan().total()) adam.v() = FlatBuffer(z.plan().total());
-  }
-  z.GatherState(&adam.m(), &adam.v());
-  adam.set_step(z.step());
+std::unique_ptr<Optimizer> DataParallel::MakeOptimizer(const ParamLayout& layout,
+                                                       const AdamWConfig& config) {
+  auto optimizer = std::make_unique<TimedZero1>(layout, config, comm_, step_s_);
+  plan_.emplace(optimizer->plan());
+  return optimizer;
 }
 
 }  // namespace replica::parallel

@@ -2,7 +2,7 @@
 // (rank r owns shard r: its slice of the summed gradient, of Adam m and v, and the parameters it
 // updates).
 //
-// Promises: shard boundaries lie on the fixed grad-norm blocks (optimizer.h kNormBlock, which do
+// Promises: shard boundaries lie on the fixed grad-norm blocks (optim/adamw.h kNormBlock, which do
 // not depend on R), shards are contiguous, in rank order and cover [0, N) exactly; block counts
 // differ by at most one between shards (shard r = blocks [⌊B·r/R⌋, ⌊B·(r+1)/R⌋), B = ⌈N/kNormBlock⌉).
 // Because boundaries are block-aligned, each rank's grad-norm block partials are exactly the

@@ -589,7 +589,6 @@ void Validate(RunConfig& c, const std::string& origin) {
               c.fault.kill_in_checkpoint_phase == "before_done",
           "{}config key 'fault.kill_in_checkpoint_phase': expected files or before_done, got '{}'",
           w, c.fault.kill_in_checkpoint_phase);
-  (void)c.optim.AdamW();
 }
 
 // --- canonical rendering ---
@@ -748,17 +747,6 @@ RunConfig Build(const YAML::Node& root, const std::string& base, const std::stri
 }
 
 }  // namespace
-
-AdamWConfig RunConfig::Optim::AdamW() const {
-  AdamWConfig a;
-  a.beta1 = betas.at(0);
-  a.beta2 = betas.at(1);
-  a.eps = eps;
-  a.weight_decay = weight_decay;
-  a.max_grad_norm = max_grad_norm;
-  a.no_decay = no_decay;
-  return a;
-}
 
 RunConfig RunConfig::Load(const std::string& path, const std::vector<std::string>& overrides) {
   const std::string text = ReadFile(path);

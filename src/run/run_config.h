@@ -63,16 +63,12 @@ struct RunConfig {
     int64_t log_interval = 1;           // progress line every N steps (metrics: every step)
   } train;
 
-  struct Optim {
+  // The AdamW keys (betas, eps, weight_decay, max_grad_norm, no_decay: optim/adamw.h), the peak
+  // LR and its schedule. An Optim is the AdamWConfig the optimizer is built from.
+  struct Optim : AdamWConfig {
     double lr = 0;
-    std::vector<double> betas = {0.9, 0.95};
-    double eps = 1e-8;
-    double weight_decay = 0.1;
-    double max_grad_norm = 1.0;
-    std::vector<std::string> no_decay = {"model.embed_tokens.weight"};
     std::string schedule_type = "cosine";
     ScheduleConfig schedule;  // type resolved from schedule_type
-    AdamWConfig AdamW() const;
   } optim;
 
   struct Checkpoint {

@@ -8,15 +8,14 @@
 
 namespace replica {
 
-TrainStep::TrainStep(Olmo3Model& model, AdamW& adam, SkipStepRule& skip,
-                     int64_t micro_batch_instances, double z_loss_multiplier,
-                     RankReducer* reducer)
+TrainStep::TrainStep(Olmo3Model& model, GradReducer& reducer, Optimizer& optimizer,
+                     SkipStepRule& skip, int64_t micro_batch_instances, double z_loss_multiplier)
     : model_(model),
-      adam_(adam),
+      reducer_(reducer),
+      optimizer_(optimizer),
       skip_(skip),
       mu_(micro_batch_instances),
       zmul_(z_loss_multiplier),
-      reducer_(reducer),
       acc_(model.grads().size(), 1) {
   Require(mu_ >= 1, "train step: micro-batch size must be >= 1, got {}", mu_);
 }
@@ -45,7 +44,7 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
 
   int64_t local_n = 0;
   for (int64_t i = 0; i < rows * T; ++i) local_n += labels[i] != kIgnoreLabel;
-  out.label_tokens = reducer_ ? reducer_->SumTokens(local_n) : local_n;
+  out.label_tokens = reducer_.SumTokens(local_n);
   Require(out.label_tokens > 0, "train step: the global batch has no labelled tokens");
   const double grad_scale = 1.0 / static_cast<double>(out.label_tokens);
 
@@ -67,21 +66,15 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
         model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
     sums = acc_.Add(grads, {ls.ce_sum, ls.lse_sq_sum});
   }
-  out.grad_norm = reducer_ ? reducer_->ReduceGradients(grads, sums) : GlobalGradNorm(grads);
+  out.grad_norm = reducer_.ReduceGradients(grads, sums);
 
   const double n = static_cast<double>(out.label_tokens);
   out.ce_loss = sums[0] / n;
   out.z_loss = zmul_ * sums[1] / n;
   out.loss = out.ce_loss + out.z_loss;
-  out.clip_coef = ClipCoefficient(out.grad_norm, adam_.config().max_grad_norm);
+  out.clip_coef = ClipCoefficient(out.grad_norm, optimizer_.max_grad_norm());
   out.skipped = !skip_.Observe(out.ce_loss, out.grad_norm);
-  if (!out.skipped) {
-    if (reducer_) {
-      reducer_->OptimizerStep(model_.params(), grads, lr, out.clip_coef);
-    } else {
-      adam_.Step(model_.params(), grads, lr, out.clip_coef);
-    }
-  }
+  if (!out.skipped) optimizer_.Step(model_.params(), grads, lr, out.clip_coef);
   return out;
 }
 

@@ -1,35 +1,34 @@
 #include "train/trainer.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
 
-#include "core/clock.h"
-#include "core/atomic_file.h"
-#include "core/error.h"
-#include "core/profile.h"
-#include "core/log.h"
-#include "core/threads.h"
-#include "data/loader.h"
-#include "hf/hf_weights.h"
 #include "checkpoint/format.h"
 #include "checkpoint/reader.h"
 #include "checkpoint/writer.h"
+#include "core/atomic_file.h"
+#include "core/clock.h"
+#include "core/error.h"
 #include "core/fault.h"
+#include "core/log.h"
+#include "core/profile.h"
+#include "core/threads.h"
+#include "data/loader.h"
+#include "hf/hf_weights.h"
 #include "ops/cpu/gemm_peak.h"
-#include "train/init.h"
-#include "run/metrics_writer.h"
-#include "optim/adamw.h"
+#include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
+#include "run/metrics_writer.h"
+#include "train/grad_reducer.h"
+#include "train/init.h"
+#include "train/run_log.h"
 #include "train/train_data.h"
 #include "train/train_state.h"
+#include "train/train_step.h"
 
 namespace replica {
 namespace fs = std::filesystem;
@@ -43,54 +42,6 @@ std::string Duration(double s) {
   if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
   return fmt::format("{}s", t);
 }
-
-// Lines for the user: stderr and RUN/train.log. The progress line is redrawn in place on a
-// terminal and printed as ordinary lines otherwise.
-class RunLog {
- public:
-  // enabled = false (data-parallel ranks other than 0): prints and records nothing.
-  RunLog(const std::string& path, bool enabled)
-      : tty_(isatty(fileno(stderr)) != 0), enabled_(enabled) {
-    if (!enabled_) return;
-    file_ = std::fopen(path.c_str(), "a");
-    if (!file_) REPLICA_LOG_WARN("cannot append to {}: {}", path, std::strerror(errno));
-  }
-  ~RunLog() {
-    EndProgress();
-    if (file_) std::fclose(file_);
-  }
-  void Line(const std::string& s) {
-    if (!enabled_) return;
-    EndProgress();
-    std::fprintf(stderr, "%s\n", s.c_str());
-    ToFile(s);
-  }
-  void Progress(const std::string& s, bool to_file) {
-    if (!enabled_) return;
-    if (tty_) {
-      std::fprintf(stderr, "\r\033[K%s", s.c_str());
-      std::fflush(stderr);
-      live_ = true;
-    } else {
-      std::fprintf(stderr, "%s\n", s.c_str());
-    }
-    if (to_file) ToFile(s);
-  }
-  bool tty() const { return enabled_ && tty_; }
-  void EndProgress() {
-    if (live_) std::fprintf(stderr, "\n");
-    live_ = false;
-  }
-
- private:
-  void ToFile(const std::string& s) {
-    if (!file_) return;
-    std::fprintf(file_, "%s\n", s.c_str());
-    std::fflush(file_);
-  }
-  std::FILE* file_ = nullptr;
-  bool tty_, enabled_, live_ = false;
-};
 
 bool IsHfModelDir(const std::string& path) {
   return fs::is_directory(path) && fs::exists(fs::path(path) / "config.json") &&
@@ -120,6 +71,426 @@ void WriteRunConfig(const std::string& run_dir, const RunConfig& c) {
   WriteFileAtomic((fs::path(run_dir) / "config.sha256").string(), c.Hash() + "  config.yaml\n");
 }
 
+// One rank's share of the global batch.
+struct BatchShape {
+  int64_t global_instances = 0;  // I
+  int64_t seq_len = 0;           // T
+  int64_t micro = 0;             // μ, instances per micro-batch
+  int64_t local_instances = 0;   // I / world
+  int64_t local_micro = 0;       // micro-batches per rank and step
+};
+
+BatchShape CheckBatchShape(const TrainerOptions& opt) {
+  const RunConfig& cfg = opt.config;
+  Require(opt.world >= 1 && opt.rank >= 0 && opt.rank < opt.world,
+          "trainer: rank {} of world {} is not a valid rank", opt.rank, opt.world);
+  Require(opt.world == 1 || opt.reducer != nullptr,
+          "trainer: world {} needs a gradient reducer (data parallelism, src/parallel)", opt.world);
+  BatchShape b;
+  b.global_instances = cfg.train.global_batch_instances;
+  b.seq_len = cfg.data.seq_len;
+  b.micro = cfg.train.micro_batch_instances;
+  Require(b.global_instances % opt.world == 0 && (b.global_instances / opt.world) % b.micro == 0,
+          "trainer: the global batch ({}) must split into {} ranks of whole micro-batches of {}",
+          b.global_instances, opt.world, b.micro);
+  b.local_instances = b.global_instances / opt.world;
+  b.local_micro = b.local_instances / b.micro;
+  return b;
+}
+
+data::LoaderOptions LoaderOptionsFor(const TrainerOptions& opt) {
+  data::LoaderOptions l;
+  l.seed = static_cast<uint64_t>(opt.config.data.seed);
+  l.global_batch_instances = static_cast<uint64_t>(opt.config.train.global_batch_instances);
+  l.rank = static_cast<uint64_t>(opt.rank);
+  l.world = static_cast<uint64_t>(opt.world);
+  return l;
+}
+
+// Where a run starts: the newest valid checkpoint of its own directory (resume), else
+// init.from_checkpoint (a checkpoint or run directory; a Hugging Face model directory is read as
+// weights only, later), else a fresh init.
+struct StartPoint {
+  std::optional<CheckpointInfo> resume;   // the run's own checkpoint
+  std::optional<Checkpoint> checkpoint;   // resume or init.from_checkpoint
+  std::optional<TrainState> saved;        // trainer state to continue (step, tokens, data, skip)
+};
+
+StartPoint FindStart(const TrainerOptions& opt, int64_t micro, RunLog& log) {
+  const RunConfig& cfg = opt.config;
+  StartPoint start;
+  start.resume = FindLatestValid(opt.run_dir);
+  bool restore_trainer_state = false;
+  if (start.resume) {
+    start.checkpoint = Checkpoint::Open(start.resume->dir, /*verify=*/false);
+    Require(start.checkpoint->has_state() && start.checkpoint->has_optimizer(),
+            "{}: a run checkpoint must hold state.json and optim.safetensors", start.resume->dir);
+    restore_trainer_state = true;
+  } else if (!cfg.init.from_checkpoint.empty() && !IsHfModelDir(cfg.init.from_checkpoint)) {
+    const CheckpointInfo info = ResolveCheckpoint(cfg.init.from_checkpoint);
+    start.checkpoint = Checkpoint::Open(info.dir, /*verify=*/false);
+    restore_trainer_state = !cfg.init.reset_step;
+    Require(!restore_trainer_state || start.checkpoint->has_state(),
+            "init.from_checkpoint: {} has no trainer state (state.json); set init.reset_step=true",
+            info.dir);
+    Require(!cfg.init.load_optimizer || start.checkpoint->has_optimizer(),
+            "init.from_checkpoint: {} has no optimizer state (optim.safetensors); set "
+            "init.load_optimizer=false to start Adam from zero",
+            info.dir);
+  }
+  if (!restore_trainer_state) return start;
+  start.saved = TrainState::FromJson(start.checkpoint->state(),
+                                     start.checkpoint->dir() + "/" + kStateFile);
+  if (start.resume && start.saved->trajectory_hash != cfg.TrajectoryHash()) {
+    Fail("{}: the checkpoint at step {} belongs to a run whose training math differs from this "
+         "config in: {}. Use a new --run-dir, or restore those keys",
+         opt.run_dir, start.saved->step, DescribeDifferences(opt.run_dir, cfg));
+  }
+  if (start.resume && start.saved->micro_batch_instances != micro)
+    log.Line(fmt::format("note: micro-batch size changed from {} to {}: the continuation is the "
+                         "same math but not bit-identical to an uninterrupted run",
+                         start.saved->micro_batch_instances, micro));
+  return start;
+}
+
+// Adam m, v and t as a checkpoint holds them (full-size, any world size).
+OptimizerState ReadOptimizerState(const Checkpoint& ckpt, const ParamLayout& layout) {
+  OptimizerState state;
+  state.m = FlatBuffer(layout.total_floats());
+  state.v = FlatBuffer(layout.total_floats());
+  state.step = ckpt.LoadOptimizer(layout, state.m, state.v);
+  return state;
+}
+
+void ConfigureFaults(const RunConfig& cfg) {
+  fault::FaultSpec fspec;
+  if (cfg.fault.kill_at_step > 0) fspec.kill_at_step = cfg.fault.kill_at_step;
+  if (cfg.fault.kill_in_checkpoint > 0) fspec.kill_in_checkpoint = cfg.fault.kill_in_checkpoint;
+  fspec.checkpoint_phase = cfg.fault.kill_in_checkpoint_phase == "before_done"
+                               ? fault::CheckpointPhase::kBeforeDone
+                               : fault::CheckpointPhase::kFiles;
+  fault::Configure(fspec);
+}
+
+// What one step produced, for the metrics line, the progress line and the summary.
+struct StepRecord {
+  int64_t step = 0;
+  StepOutcome outcome;
+  double seconds = 0, tokens_per_s = 0, mfu = 0;
+};
+
+// One run of Train(): the state the named steps share. Rank 0 alone writes the run directory (log,
+// config, metrics, checkpoints); the other data-parallel ranks run the same steps silently.
+class TrainingRun {
+ public:
+  // Checks the batch shape, opens the training data (a bad file list fails before anything is
+  // written), then the run directory and its log.
+  explicit TrainingRun(const TrainerOptions& options);
+  // Resume, init.from_checkpoint or a fresh init (saying which); writes the run's config.
+  void LoadOrInitState();
+  bool done() const { return step_ >= cfg_.train.max_steps; }
+  TrainSummary NothingToDo();
+  // Metrics file, checkpoint writer, fault injection, the MFU denominator and the train step.
+  void OpenOutputs();
+  // Reads the next batch and runs one optimizer step on it.
+  StepRecord TrainOneStep();
+  void Log(const StepRecord& r);  // metrics line, skip note, progress line
+  void MaybeEvaluate(int64_t s);
+  void MaybeCheckpoint(int64_t s);
+  TrainSummary Finish();  // waits for the last checkpoint, prints the summary
+
+ private:
+  data::RankBatch NextBatch(int64_t s);
+  void SaveCheckpoint(int64_t s);
+  bool last(int64_t s) const { return s == cfg_.train.max_steps; }
+
+  const TrainerOptions& opt_;
+  const RunConfig& cfg_;
+  const Clock::time_point wall_start_ = Clock::now();
+  const BatchShape shape_;
+  const bool writer_;  // rank 0
+  std::unique_ptr<data::DataLoader> loader_;
+  std::unique_ptr<RunLog> log_;
+  TrainSummary summary_;
+  StartPoint start_;
+
+  std::optional<Olmo3Model> model_;
+  LocalGradReducer local_reducer_;
+  GradReducer& reducer_;  // opt.reducer, or local_reducer_ for one process
+  std::unique_ptr<Optimizer> optimizer_;
+  SkipStepRule skip_;
+  int64_t step_ = 0, tokens_ = 0;
+
+  std::optional<MetricsWriter> metrics_;
+  std::optional<CheckpointWriter> checkpoints_;
+  std::optional<TrainStep> train_step_;
+  double flops_per_token_ = 0, peak_ = 0;
+
+  double sum_tps_ = 0, sum_mfu_ = 0, sum_step_s_ = 0;
+  int64_t steps_run_ = 0;
+  Clock::time_point loop_start_;
+  ProfileTotals step_profile_;  // time by kind inside the timed steps (evals and saves excluded)
+};
+
+TrainingRun::TrainingRun(const TrainerOptions& options)
+    : opt_(options),
+      cfg_(options.config),
+      shape_(CheckBatchShape(options)),
+      writer_(options.rank == 0),
+      reducer_(options.reducer != nullptr ? *options.reducer : local_reducer_),
+      skip_(options.config.train.skip_step) {
+  SetNumThreads(static_cast<int>(cfg_.train.threads));
+  const std::shared_ptr<const data::InstanceDataset> dataset = OpenTrainingData(cfg_);
+  loader_ = std::make_unique<data::DataLoader>(dataset, LoaderOptionsFor(opt_));
+  Require(loader_->batches_per_epoch() > 0,
+          "data: {} instances of {} tokens in {}, fewer than one global batch of {}",
+          dataset->num_instances(), shape_.seq_len, DescribeTrainingData(cfg_),
+          shape_.global_instances);
+
+  fs::create_directories(opt_.run_dir);
+  log_ = std::make_unique<RunLog>((fs::path(opt_.run_dir) / "train.log").string(), writer_);
+  summary_.run_dir = opt_.run_dir;
+}
+
+void TrainingRun::LoadOrInitState() {
+  start_ = FindStart(opt_, shape_.micro, *log_);
+  if (start_.resume) summary_.resumed_from = start_.resume->dir;
+  if (writer_) WriteRunConfig(opt_.run_dir, cfg_);
+
+  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len);
+  const ParamLayout& layout = model_->layout();
+  optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim);
+  const std::optional<Checkpoint>& ckpt = start_.checkpoint;
+  if (ckpt) {
+    ckpt->LoadParams(layout, model_->params());
+    if (start_.resume || cfg_.init.load_optimizer)
+      optimizer_->LoadState(ReadOptimizerState(*ckpt, layout));  // ZeRO-1 keeps this rank's shard
+  } else if (!cfg_.init.from_checkpoint.empty()) {
+    LoadHfWeights(cfg_.init.from_checkpoint, layout, model_->params());
+    Require(!cfg_.init.load_optimizer,
+            "init.from_checkpoint: {} is a Hugging Face model directory without optimizer state; "
+            "set init.load_optimizer=false",
+            cfg_.init.from_checkpoint);
+  } else {
+    InitParams(layout, model_->params(),
+               {.seed = cfg_.init.seed, .std = cfg_.model.initializer_range});
+  }
+  if (const std::optional<TrainState>& saved = start_.saved) {
+    step_ = saved->step;
+    tokens_ = saved->tokens;
+    loader_->Restore(data::LoaderState::FromJson(saved->loader));
+    skip_.Restore(saved->skip_losses, saved->skip_grad_norms);
+    Require(saved->adam_step == optimizer_->step(),
+            "{}: state.json says Adam step {}, optim.safetensors says {}", ckpt->dir(),
+            saved->adam_step, optimizer_->step());
+  }
+  summary_.start_step = summary_.end_step = step_;
+
+  if (start_.resume) {
+    log_->Line(fmt::format("resuming from {} (step {}, {} tokens)", start_.resume->dir, step_,
+                           tokens_));
+  } else if (ckpt) {
+    log_->Line(fmt::format("starting from {} ({}): weights{}{}", ckpt->dir(),
+                           start_.saved ? "continuing its step counter" : "fresh step counter",
+                           cfg_.init.load_optimizer ? ", Adam state" : "",
+                           start_.saved ? ", data position" : ""));
+  } else if (!cfg_.init.from_checkpoint.empty()) {
+    log_->Line(fmt::format("starting from the weights of {}", cfg_.init.from_checkpoint));
+  } else {
+    log_->Line(fmt::format("fresh start: {} parameters, init seed {}", cfg_.model.NumParams(),
+                           cfg_.init.seed));
+  }
+}
+
+TrainSummary TrainingRun::NothingToDo() {
+  log_->Line(fmt::format("nothing to do: the run is at step {} and train.max_steps is {}", step_,
+                         cfg_.train.max_steps));
+  return summary_;
+}
+
+void TrainingRun::OpenOutputs() {
+  if (writer_) {
+    metrics_.emplace(opt_.run_dir,
+                     start_.resume ? std::optional<int64_t>(step_) : std::nullopt);
+    checkpoints_.emplace(CheckpointWriterOptions{.run_dir = opt_.run_dir,
+                                                 .keep = static_cast<int>(cfg_.checkpoint.keep),
+                                                 .background = true});
+    checkpoints_->Reserve(model_->layout());  // first-touch the snapshot memory now, not mid-run
+  }
+  ConfigureFaults(cfg_);
+
+  flops_per_token_ = cfg_.model.FlopsPerToken(shape_.seq_len);
+  peak_ = opt_.peak_flops;
+  if (peak_ <= 0) peak_ = MeasureGemmPeak().flops_per_s;
+  summary_.peak_flops = peak_;
+  log_->Line(fmt::format(
+      "training {} -> {}: {} params, {} x {} tokens per step ({} micro-batches of {}{}), {} "
+      "threads, {:.2f} GFLOP/token, GEMM peak {:.1f} GFLOP/s",
+      step_, cfg_.train.max_steps, cfg_.model.NumParams(), shape_.global_instances,
+      shape_.seq_len, shape_.local_micro, shape_.micro,
+      opt_.world > 1 ? fmt::format(" on each of {} ranks", opt_.world) : std::string(),
+      NumThreads(), flops_per_token_ / 1e9, peak_ / 1e9));
+
+  train_step_.emplace(*model_, reducer_, *optimizer_, skip_, shape_.micro,
+                      cfg_.train.z_loss_multiplier);
+  loop_start_ = Clock::now();
+}
+
+data::RankBatch TrainingRun::NextBatch(int64_t s) {
+  const data::RankBatch batch = [&] {
+    ProfileScope scope(ProfileCategory::kData);
+    return loader_->Next();
+  }();
+  if (opt_.on_batch) {  // leak guard
+    ProfileScope scope(ProfileCategory::kLeakGuard);
+    opt_.on_batch(s, batch.instances, batch.input_ids.data(),
+                  static_cast<int64_t>(batch.instances.size()), shape_.seq_len);
+  }
+  return batch;
+}
+
+StepRecord TrainingRun::TrainOneStep() {
+  StepRecord r;
+  r.step = step_ + 1;
+  const auto t0 = Clock::now();
+  const ProfileTotals p0 = ProfileSnapshot();
+  const data::RankBatch batch = NextBatch(r.step);
+
+  const double lr = LrAt(cfg_.optim.schedule, cfg_.optim.lr, r.step);
+  r.outcome = train_step_->Run(batch.input_ids.data(), batch.labels.data(),
+                               shape_.local_instances, shape_.seq_len, lr);
+  const int64_t step_tokens = shape_.global_instances * shape_.seq_len;
+  step_ = r.step;
+  tokens_ += step_tokens;
+  r.seconds = SecondsSince(t0);
+  if (steps_run_ > 0) {  // the first step (one-time allocations, cold caches) is left out
+    const ProfileTotals p1 = ProfileSnapshot();
+    for (size_t k = 0; k < p1.seconds.size(); ++k)
+      step_profile_.seconds[k] += p1.seconds[k] - p0.seconds[k];
+    sum_step_s_ += r.seconds;
+  }
+  r.tokens_per_s = static_cast<double>(step_tokens) / r.seconds;
+  // R ranks run on R times the hardware whose GEMM rate `peak` is (one process's).
+  r.mfu = flops_per_token_ * r.tokens_per_s / (peak_ * static_cast<double>(opt_.world));
+  ++steps_run_;
+  sum_tps_ += r.tokens_per_s;
+  sum_mfu_ += r.mfu;
+  if (r.outcome.skipped) ++summary_.skipped_steps;
+  if (steps_run_ == 1) summary_.first_loss = r.outcome.loss;
+  summary_.last_loss = r.outcome.loss;
+  summary_.end_step = r.step;
+  return r;
+}
+
+void TrainingRun::Log(const StepRecord& r) {
+  const int64_t s = r.step;
+  const StepOutcome& o = r.outcome;
+  if (metrics_) metrics_->Write(EncodeNonFinite({{"step", s},
+                                                 {"loss", o.loss},
+                                                 {"ce_loss", o.ce_loss},
+                                                 {"z_loss", o.z_loss},
+                                                 {"grad_norm", o.grad_norm},
+                                                 {"clip_coef", o.clip_coef},
+                                                 {"lr", o.lr},
+                                                 {"tokens", tokens_},
+                                                 {"step_time_s", r.seconds},
+                                                 {"tokens_per_s", r.tokens_per_s},
+                                                 {"tokens_per_s_per_rank",
+                                                  r.tokens_per_s / static_cast<double>(opt_.world)},
+                                                 {"mfu", r.mfu},
+                                                 {"skipped", o.skipped}}));
+  if (o.skipped)
+    log_->Line(fmt::format("step {}: skipped the update (loss {:.4f}, grad norm {:.4f} beyond "
+                           "{} sigma of the last {} steps)",
+                           s, o.loss, o.grad_norm, cfg_.train.skip_step.sigma,
+                           cfg_.train.skip_step.window));
+  // A terminal gets the line redrawn every step; logs get it every log_interval steps.
+  const bool at_interval = s % cfg_.train.log_interval == 0 || last(s) || steps_run_ == 1;
+  if (opt_.progress && (at_interval || log_->tty())) {
+    const double elapsed = SecondsSince(loop_start_);
+    const double eta = elapsed / static_cast<double>(steps_run_) *
+                       static_cast<double>(cfg_.train.max_steps - s);
+    log_->Progress(fmt::format("step {}/{} | loss {:.4f} | grad norm {:.3f} | lr {:.3g} | {:.0f} "
+                               "tok/s | MFU {:.1f}% | ETA {}",
+                               s, cfg_.train.max_steps, o.loss, o.grad_norm, o.lr, r.tokens_per_s,
+                               100 * r.mfu, Duration(eta)),
+                   /*to_file=*/at_interval);
+  }
+}
+
+void TrainingRun::MaybeEvaluate(int64_t s) {
+  const bool due = opt_.eval && writer_ &&  // rank 0 evaluates; the others wait for it
+                   ((cfg_.eval.interval > 0 && s % cfg_.eval.interval == 0) || last(s));
+  if (!due) return;
+  const auto e0 = Clock::now();
+  ProfileScope scope(ProfileCategory::kEval);
+  nlohmann::json result = opt_.eval(s, *model_);
+  if (result.is_object() && !result.empty()) {
+    metrics_->Write(EncodeNonFinite({{"step", s}, {"eval", result}}));
+    log_->Line(fmt::format("step {}: eval ({:.1f}s) {}", s, SecondsSince(e0),
+                           result.dump()));
+  }
+}
+
+void TrainingRun::MaybeCheckpoint(int64_t s) {
+  if (!((cfg_.checkpoint.interval > 0 && s % cfg_.checkpoint.interval == 0) || last(s))) return;
+  ProfileScope scope(ProfileCategory::kCheckpoint);
+  SaveCheckpoint(s);
+}
+
+void TrainingRun::SaveCheckpoint(int64_t s) {
+  TrainState st;
+  st.step = s;
+  st.tokens = tokens_;
+  st.loader = loader_->state().ToJson();
+  st.skip_losses.assign(skip_.losses().begin(), skip_.losses().end());
+  st.skip_grad_norms.assign(skip_.grad_norms().begin(), skip_.grad_norms().end());
+  st.init_seed = cfg_.init.seed;
+  st.config_hash = cfg_.Hash();
+  st.trajectory_hash = cfg_.TrajectoryHash();
+  st.world_size = opt_.world;
+  st.micro_batch_instances = shape_.micro;
+  // Collective with ZeRO-1: every rank sends its shard; rank 0 receives the full m and v.
+  const OptimizerState* adam = optimizer_->SaveState();
+  if (!checkpoints_) return;
+  Require(adam != nullptr, "trainer: the optimizer gave no state on the checkpoint writer's rank");
+  st.adam_step = adam->step;
+  checkpoints_->Save(s, model_->layout(), model_->params(), adam->m, adam->v, adam->step,
+                     st.ToJson(), cfg_.model.ToHfJson());
+  summary_.last_checkpoint =
+      (fs::path(checkpoints_->checkpoints_dir()) / CheckpointDirName(s)).string();
+}
+
+TrainSummary TrainingRun::Finish() {
+  if (checkpoints_) checkpoints_->Finish();
+  log_->EndProgress();
+
+  TrainSummary& summary = summary_;
+  summary.wall_s = SecondsSince(wall_start_);
+  summary.mean_tokens_per_s = steps_run_ ? sum_tps_ / static_cast<double>(steps_run_) : 0;
+  summary.mean_mfu = steps_run_ ? sum_mfu_ / static_cast<double>(steps_run_) : 0;
+  log_->Line(fmt::format(
+      "done: steps {} -> {} in {}, loss {:.4f} -> {:.4f}, {:.0f} tok/s, MFU {:.1f}% (of {:.1f} "
+      "GFLOP/s GEMM peak), {} skipped; metrics {}, last checkpoint {}",
+      summary.start_step, summary.end_step, Duration(summary.wall_s), summary.first_loss,
+      summary.last_loss, summary.mean_tokens_per_s, 100 * summary.mean_mfu, peak_ / 1e9,
+      summary.skipped_steps, metrics_ ? metrics_->path() : std::string("(rank 0)"),
+      summary.last_checkpoint));
+  if (steps_run_ > 1) {
+    summary.step_profile = {{"steps", steps_run_ - 1}, {"step_seconds", sum_step_s_}};
+    for (int k = 0; k < static_cast<int>(ProfileCategory::kCount); ++k) {
+      const auto c = static_cast<ProfileCategory>(k);
+      if (step_profile_.Get(c) > 0)
+        summary.step_profile[ProfileCategoryName(c)] = step_profile_.Get(c);
+    }
+    log_->Line(fmt::format("time by kind inside training steps {}..{} (this process; the first "
+                           "step is left out):\n{}",
+                           summary.start_step + 2, summary.end_step,
+                           ProfileTable(step_profile_, sum_step_s_)));
+  }
+  return summary;
+}
+
 }  // namespace
 
 nlohmann::json TrainSummary::ToJson() const {
@@ -138,299 +509,20 @@ nlohmann::json TrainSummary::ToJson() const {
           {"step_profile", step_profile}};
 }
 
-TrainSummary Train(const TrainerOptions& opt) {
-  const RunConfig& cfg = opt.config;
-  const auto wall_start = Clock::now();
-  Require(opt.world >= 1 && opt.rank >= 0 && opt.rank < opt.world,
-          "trainer: rank {} of world {} is not a valid rank", opt.rank, opt.world);
-  Require(opt.world == 1 || opt.reducer != nullptr,
-          "trainer: world {} needs a rank reducer (data parallelism, src/dist)", opt.world);
-  const int64_t I = cfg.train.global_batch_instances, T = cfg.data.seq_len;
-  const int64_t mu = cfg.train.micro_batch_instances;
-  Require(I % opt.world == 0 && (I / opt.world) % mu == 0,
-          "trainer: the global batch ({}) must split into {} ranks of whole micro-batches of {}", I,
-          opt.world, mu);
-  const int64_t local_instances = I / opt.world;
-  const int64_t local_micro = local_instances / mu;
 
-  SetNumThreads(static_cast<int>(cfg.train.threads));
-  // Data first: a bad file list fails before anything is written.
-  const std::shared_ptr<const data::InstanceDataset> dataset = OpenTrainingData(cfg);
-  data::LoaderOptions lopt;
-  lopt.seed = static_cast<uint64_t>(cfg.data.seed);
-  lopt.global_batch_instances = static_cast<uint64_t>(I);
-  lopt.rank = static_cast<uint64_t>(opt.rank);
-  lopt.world = static_cast<uint64_t>(opt.world);
-  data::DataLoader loader(dataset, lopt);
-  Require(loader.batches_per_epoch() > 0,
-          "data: {} instances of {} tokens in {}, fewer than one global batch of {}",
-          dataset->num_instances(), T, DescribeTrainingData(cfg), I);
-
-  fs::create_directories(opt.run_dir);
-  // Data parallelism: rank 0 alone writes the run directory (log, config, metrics, checkpoints).
-  const bool writer = opt.rank == 0;
-  RunLog log((fs::path(opt.run_dir) / "train.log").string(), writer);
-  TrainSummary summary;
-  summary.run_dir = opt.run_dir;
-
-  // --- where do we start? ---
-  std::optional<CheckpointInfo> resume = FindLatestValid(opt.run_dir);
-  std::optional<Checkpoint> start_ckpt;
-  bool restore_trainer_state = false;
-  if (resume) {
-    start_ckpt = Checkpoint::Open(resume->dir, /*verify=*/false);
-    Require(start_ckpt->has_state() && start_ckpt->has_optimizer(),
-            "{}: a run checkpoint must hold state.json and optim.safetensors", resume->dir);
-    restore_trainer_state = true;
-    summary.resumed_from = resume->dir;
-  } else if (!cfg.init.from_checkpoint.empty() && !IsHfModelDir(cfg.init.from_checkpoint)) {
-    const CheckpointInfo info = ResolveCheckpoint(cfg.init.from_checkpoint);
-    start_ckpt = Checkpoint::Open(info.dir, /*verify=*/false);
-    restore_trainer_state = !cfg.init.reset_step;
-    Require(!restore_trainer_state || start_ckpt->has_state(),
-            "init.from_checkpoint: {} has no trainer state (state.json); set init.reset_step=true",
-            info.dir);
-    Require(!cfg.init.load_optimizer || start_ckpt->has_optimizer(),
-            "init.from_checkpoint: {} has no optimizer state (optim.safetensors); set "
-            "init.load_optimizer=false to start Adam from zero",
-            info.dir);
+TrainSummary Train(const TrainerOptions& options) {
+  TrainingRun run(options);  // batch shape, training data, run directory and its log
+  run.LoadOrInitState();     // resume, init.from_checkpoint or fresh; weights, Adam, data position
+  if (run.done()) return run.NothingToDo();
+  run.OpenOutputs();         // metrics, checkpoint writer, fault injection, GEMM peak
+  while (!run.done()) {
+    const StepRecord r = run.TrainOneStep();  // next batch, forward/backward, optimizer step
+    run.Log(r);
+    run.MaybeEvaluate(r.step);
+    fault::MaybeKill(fault::FaultPoint::kStep, r.step);
+    run.MaybeCheckpoint(r.step);
   }
-  std::optional<TrainState> saved;
-  if (restore_trainer_state) {
-    saved = TrainState::FromJson(start_ckpt->state(), start_ckpt->dir() + "/" + kStateFile);
-    if (resume && saved->trajectory_hash != cfg.TrajectoryHash()) {
-      Fail("{}: the checkpoint at step {} belongs to a run whose training math differs from this "
-           "config in: {}. Use a new --run-dir, or restore those keys",
-           opt.run_dir, saved->step, DescribeDifferences(opt.run_dir, cfg));
-    }
-    if (resume && saved->micro_batch_instances != mu)
-      log.Line(fmt::format("note: micro-batch size changed from {} to {}: the continuation is the "
-                           "same math but not bit-identical to an uninterrupted run",
-                           saved->micro_batch_instances, mu));
-  }
-  if (writer) WriteRunConfig(opt.run_dir, cfg);
-
-  // --- model and optimizer ---
-  Olmo3Model model(cfg.model, mu, T);
-  const ParamLayout& layout = model.layout();
-  AdamW adam(layout, cfg.optim.AdamW());
-  SkipStepRule skip(cfg.train.skip_step);
-  int64_t step = 0, tokens = 0;
-  if (start_ckpt) {
-    start_ckpt->LoadParams(layout, model.params());
-    if (resume || cfg.init.load_optimizer)
-      adam.set_step(start_ckpt->LoadOptimizer(layout, adam.m(), adam.v()));
-  } else if (!cfg.init.from_checkpoint.empty()) {
-    LoadHfWeights(cfg.init.from_checkpoint, layout, model.params());
-    Require(!cfg.init.load_optimizer,
-            "init.from_checkpoint: {} is a Hugging Face model directory without optimizer state; "
-            "set init.load_optimizer=false",
-            cfg.init.from_checkpoint);
-  } else {
-    InitParams(layout, model.params(),
-               {.seed = cfg.init.seed, .std = cfg.model.initializer_range});
-  }
-  if (saved) {
-    step = saved->step;
-    tokens = saved->tokens;
-    loader.Restore(data::LoaderState::FromJson(saved->loader));
-    skip.Restore(saved->skip_losses, saved->skip_grad_norms);
-    Require(saved->adam_step == adam.step(),
-            "{}: state.json says Adam step {}, optim.safetensors says {}", start_ckpt->dir(),
-            saved->adam_step, adam.step());
-  }
-  if (opt.reducer) opt.reducer->AdoptOptimizer(layout, adam);  // ZeRO-1: keep this rank's shard
-  summary.start_step = summary.end_step = step;
-  if (resume) {
-    log.Line(fmt::format("resuming from {} (step {}, {} tokens)", resume->dir, step, tokens));
-  } else if (start_ckpt) {
-    log.Line(fmt::format("starting from {} ({}): weights{}{}", start_ckpt->dir(),
-                         saved ? "continuing its step counter" : "fresh step counter",
-                         cfg.init.load_optimizer ? ", Adam state" : "",
-                         saved ? ", data position" : ""));
-  } else if (!cfg.init.from_checkpoint.empty()) {
-    log.Line(fmt::format("starting from the weights of {}", cfg.init.from_checkpoint));
-  } else {
-    log.Line(fmt::format("fresh start: {} parameters, init seed {}", cfg.model.NumParams(),
-                         cfg.init.seed));
-  }
-  if (step >= cfg.train.max_steps) {
-    log.Line(fmt::format("nothing to do: the run is at step {} and train.max_steps is {}", step,
-                         cfg.train.max_steps));
-    return summary;
-  }
-
-  // --- outputs ---
-  std::optional<MetricsWriter> metrics;
-  std::optional<CheckpointWriter> checkpoints;
-  if (writer) {
-    metrics.emplace(opt.run_dir, resume ? std::optional<int64_t>(step) : std::nullopt);
-    checkpoints.emplace(CheckpointWriterOptions{.run_dir = opt.run_dir,
-                                                .keep = static_cast<int>(cfg.checkpoint.keep),
-                                                .background = true});
-    checkpoints->Reserve(layout);  // first-touch the snapshot memory now, not mid-run
-  }
-  fault::FaultSpec fspec;
-  if (cfg.fault.kill_at_step > 0) fspec.kill_at_step = cfg.fault.kill_at_step;
-  if (cfg.fault.kill_in_checkpoint > 0) fspec.kill_in_checkpoint = cfg.fault.kill_in_checkpoint;
-  fspec.checkpoint_phase = cfg.fault.kill_in_checkpoint_phase == "before_done"
-                               ? fault::CheckpointPhase::kBeforeDone
-                               : fault::CheckpointPhase::kFiles;
-  fault::Configure(fspec);
-
-  const double flops_per_token = cfg.model.FlopsPerToken(T);
-  double peak = opt.peak_flops;
-  if (peak <= 0) peak = MeasureGemmPeak().flops_per_s;
-  summary.peak_flops = peak;
-  log.Line(fmt::format(
-      "training {} -> {}: {} params, {} x {} tokens per step ({} micro-batches of {}{}), {} "
-      "threads, {:.2f} GFLOP/token, GEMM peak {:.1f} GFLOP/s",
-      step, cfg.train.max_steps, cfg.model.NumParams(), I, T, local_micro, mu,
-      opt.world > 1 ? fmt::format(" on each of {} ranks", opt.world) : std::string(), NumThreads(),
-      flops_per_token / 1e9, peak / 1e9));
-
-  TrainStep train_step(model, adam, skip, mu, cfg.train.z_loss_multiplier, opt.reducer);
-  double sum_tps = 0, sum_mfu = 0, sum_step_s = 0;
-  int64_t steps_run = 0;
-  const auto loop_start = Clock::now();
-  ProfileTotals step_profile;  // time by kind inside the timed steps (evals and saves excluded)
-
-  auto save_checkpoint = [&](int64_t s) {
-    TrainState st;
-    st.step = s;
-    st.tokens = tokens;
-    st.loader = loader.state().ToJson();
-    st.skip_losses.assign(skip.losses().begin(), skip.losses().end());
-    st.skip_grad_norms.assign(skip.grad_norms().begin(), skip.grad_norms().end());
-    st.init_seed = cfg.init.seed;
-    st.config_hash = cfg.Hash();
-    st.trajectory_hash = cfg.TrajectoryHash();
-    st.world_size = opt.world;
-    st.micro_batch_instances = mu;
-    if (opt.reducer) opt.reducer->GatherOptimizer(adam);  // collective: full m, v on rank 0
-    if (!checkpoints) return;
-    st.adam_step = adam.step();
-    checkpoints->Save(s, layout, model.params(), adam.m(), adam.v(), adam.step(), st.ToJson(),
-                     cfg.model.ToHfJson());
-    summary.last_checkpoint = (fs::path(checkpoints->checkpoints_dir()) / CheckpointDirName(s)).string();
-  };
-
-  while (step < cfg.train.max_steps) {
-    const int64_t s = step + 1;
-    const auto t0 = Clock::now();
-    const ProfileTotals p0 = ProfileSnapshot();
-    const data::RankBatch batch = [&] {
-      ProfileScope scope(ProfileCategory::kData);
-      return loader.Next();
-    }();
-    if (opt.on_batch) {  // leak guard
-      ProfileScope scope(ProfileCategory::kLeakGuard);
-      opt.on_batch(s, batch.instances, batch.input_ids.data(),
-                   static_cast<int64_t>(batch.instances.size()), T);
-    }
-
-    const double lr = LrAt(cfg.optim.schedule, cfg.optim.lr, s);
-    const StepOutcome o = train_step.Run(batch.input_ids.data(), batch.labels.data(),
-                                         local_instances, T, lr);
-    const double loss = o.loss, grad_norm = o.grad_norm;
-    const bool proceed = !o.skipped;
-    step = s;
-    tokens += I * T;
-    const double dt = SecondsSince(t0);
-    if (steps_run > 0) {  // the first step (one-time allocations, cold caches) is left out
-      const ProfileTotals p1 = ProfileSnapshot();
-      for (size_t k = 0; k < p1.seconds.size(); ++k)
-        step_profile.seconds[k] += p1.seconds[k] - p0.seconds[k];
-      sum_step_s += dt;
-    }
-    const double tps = static_cast<double>(I * T) / dt;
-    // R ranks run on R times the hardware whose GEMM rate `peak` is (one process's).
-    const double mfu = flops_per_token * tps / (peak * static_cast<double>(opt.world));
-    ++steps_run;
-    sum_tps += tps;
-    sum_mfu += mfu;
-    if (!proceed) ++summary.skipped_steps;
-    if (steps_run == 1) summary.first_loss = loss;
-    summary.last_loss = loss;
-    summary.end_step = s;
-
-    if (metrics) metrics->Write(EncodeNonFinite({{"step", s},
-                                                 {"loss", loss},
-                                                 {"ce_loss", o.ce_loss},
-                                                 {"z_loss", o.z_loss},
-                                                 {"grad_norm", grad_norm},
-                                                 {"clip_coef", o.clip_coef},
-                                                 {"lr", lr},
-                                                 {"tokens", tokens},
-                                                 {"step_time_s", dt},
-                                                 {"tokens_per_s", tps},
-                                                 {"tokens_per_s_per_rank",
-                                                  tps / static_cast<double>(opt.world)},
-                                                 {"mfu", mfu},
-                                                 {"skipped", !proceed}}));
-    if (!proceed)
-      log.Line(fmt::format("step {}: skipped the update (loss {:.4f}, grad norm {:.4f} beyond "
-                           "{} sigma of the last {} steps)",
-                           s, loss, grad_norm, cfg.train.skip_step.sigma,
-                           cfg.train.skip_step.window));
-    // A terminal gets the line redrawn every step; logs get it every log_interval steps.
-    const bool at_interval =
-        s % cfg.train.log_interval == 0 || s == cfg.train.max_steps || steps_run == 1;
-    if (opt.progress && (at_interval || log.tty())) {
-      const double elapsed = SecondsSince(loop_start);
-      const double eta = elapsed / static_cast<double>(steps_run) *
-                         static_cast<double>(cfg.train.max_steps - s);
-      log.Progress(fmt::format("step {}/{} | loss {:.4f} | grad norm {:.3f} | lr {:.3g} | {:.0f} "
-                               "tok/s | MFU {:.1f}% | ETA {}",
-                               s, cfg.train.max_steps, loss, grad_norm, lr, tps, 100 * mfu,
-                               Duration(eta)),
-                   /*to_file=*/at_interval);
-    }
-
-    const bool last = s == cfg.train.max_steps;
-    const bool eval_due = opt.eval && writer &&  // rank 0 evaluates; the others wait for it
-                          ((cfg.eval.interval > 0 && s % cfg.eval.interval == 0) || last);
-    if (eval_due) {
-      const auto e0 = Clock::now();
-      ProfileScope scope(ProfileCategory::kEval);
-      nlohmann::json result = opt.eval(s, model);
-      if (result.is_object() && !result.empty()) {
-        metrics->Write(EncodeNonFinite({{"step", s}, {"eval", result}}));
-        log.Line(fmt::format("step {}: eval ({:.1f}s) {}", s, SecondsSince(e0),
-                             result.dump()));
-      }
-    }
-    fault::MaybeKill(fault::FaultPoint::kStep, s);
-    if ((cfg.checkpoint.interval > 0 && s % cfg.checkpoint.interval == 0) || last) {
-      ProfileScope scope(ProfileCategory::kCheckpoint);
-      save_checkpoint(s);
-    }
-  }
-  if (checkpoints) checkpoints->Finish();
-  log.EndProgress();
-
-  summary.wall_s = SecondsSince(wall_start);
-  summary.mean_tokens_per_s = steps_run ? sum_tps / static_cast<double>(steps_run) : 0;
-  summary.mean_mfu = steps_run ? sum_mfu / static_cast<double>(steps_run) : 0;
-  log.Line(fmt::format(
-      "done: steps {} -> {} in {}, loss {:.4f} -> {:.4f}, {:.0f} tok/s, MFU {:.1f}% (of {:.1f} "
-      "GFLOP/s GEMM peak), {} skipped; metrics {}, last checkpoint {}",
-      summary.start_step, summary.end_step, Duration(summary.wall_s), summary.first_loss,
-      summary.last_loss, summary.mean_tokens_per_s, 100 * summary.mean_mfu, peak / 1e9,
-      summary.skipped_steps, metrics ? metrics->path() : std::string("(rank 0)"),
-      summary.last_checkpoint));
-  if (steps_run > 1) {
-    summary.step_profile = {{"steps", steps_run - 1}, {"step_seconds", sum_step_s}};
-    for (int k = 0; k < static_cast<int>(ProfileCategory::kCount); ++k) {
-      const auto c = static_cast<ProfileCategory>(k);
-      if (step_profile.Get(c) > 0) summary.step_profile[ProfileCategoryName(c)] = step_profile.Get(c);
-    }
-    log.Line(fmt::format("time by kind inside training steps {}..{} (this process; the first "
-                         "step is left out):\n{}",
-                         summary.start_step + 2, summary.end_step,
-                         ProfileTable(step_profile, sum_step_s)));
-  }
-  return summary;
+  return run.Finish();
 }
 
 }  // namespace replica

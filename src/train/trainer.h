@@ -1,5 +1,5 @@
-// The training loop (`replica train`, docs/design.md §3-§5): Olmo3Model + DataLoader + AdamW + skip-step
-// rule + checkpoints + metrics, one run directory:
+// The training loop (`replica train`, docs/design.md §3-§5): Olmo3Model + DataLoader + TrainStep
+// (gradient reducer + optimizer + skip-step rule) + checkpoints + metrics, one run directory:
 //   RUN/config.yaml     the resolved config (RunConfig::Canonical), RUN/config.sha256 its hash
 //   RUN/metrics.jsonl   one train line per step, eval lines (metrics_writer.h)
 //   RUN/checkpoints/    step-N/ (checkpoint_writer.h), the last `checkpoint.keep` kept
@@ -27,8 +27,8 @@
 
 #include "model/olmo3.h"
 #include "run/run_config.h"
+#include "train/grad_reducer.h"
 #include "train/train_data.h"
-#include "train/train_step.h"
 
 namespace replica {
 
@@ -36,7 +36,9 @@ struct TrainerOptions {
   RunConfig config;
   std::string run_dir;
   int64_t rank = 0, world = 1;
-  RankReducer* reducer = nullptr;  // required when world > 1
+  // How ranks combine gradients, and the optimizer that goes with it (grad_reducer.h): required
+  // when world > 1 (parallel::DataParallel); null for one process (LocalGradReducer).
+  GradReducer* reducer = nullptr;
   bool progress = true;            // live progress line on stderr
   // Called every eval.interval steps and after the last step; returns the "eval" object of the
   // metrics line (empty object = nothing to record). The trainer library cannot see src/eval; the

@@ -1,6 +1,6 @@
-// ZeRO-1 AdamW over R = 1, 2, 4 ranks (threads) gives the parameters, m, v and step count of the
+// ZeRO-1 AdamW over R = 1, 2, 4, 8 ranks (threads) gives the parameters, m, v and step count of the
 // single-process AdamW bit for bit, and its state moves between world sizes through full buffers
-// (what checkpoints hold).
+// (SaveState / LoadState: what checkpoints hold).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "core/error.h"
+#include "optim/optimizer.h"
 #include "parallel/collectives.h"
 #include "parallel/thread_group.h"
 #include "parallel/zero1.h"
@@ -50,6 +52,12 @@ FlatBuffer InitParams(const ParamLayout& layout) {
   return p;
 }
 
+FlatBuffer Copy(const FlatBuffer& src) {
+  FlatBuffer dst(src.size());
+  std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+  return dst;
+}
+
 struct Result {
   FlatBuffer params, m, v;
   std::vector<double> norms;
@@ -79,10 +87,8 @@ Result SingleProcess(const ParamLayout& layout) {
     res.norms.push_back(norm);
     opt.Step(res.params, g, 1e-2 * (s + 1), ClipCoefficient(norm, Config().max_grad_norm));
   }
-  res.m = FlatBuffer(layout.total_floats());
-  res.v = FlatBuffer(layout.total_floats());
-  std::memcpy(res.m.data(), opt.m().data(), opt.m().size() * sizeof(float));
-  std::memcpy(res.v.data(), opt.v().data(), opt.v().size() * sizeof(float));
+  res.m = Copy(opt.m());
+  res.v = Copy(opt.v());
   res.t = opt.step();
   return res;
 }
@@ -95,7 +101,7 @@ Result Distributed(const ParamLayout& layout, int world, const Result& start, in
     FlatBuffer params(layout.total_floats());
     std::memcpy(params.data(), start.params.data(), params.size() * sizeof(float));
     Zero1AdamW opt(layout, Config(), comm);
-    opt.LoadState(start.m, start.v, start.t);
+    opt.LoadState({Copy(start.m), Copy(start.v), start.t});
     std::vector<double> norms;
     const int64_t local = kMicroBatches / world;
     for (int s = first; s < last; ++s) {
@@ -105,23 +111,20 @@ Result Distributed(const ParamLayout& layout, int world, const Result& start, in
         g = Leaf(layout, s, comm.rank() + world * q);
         acc.Add(g, {});
       }
-      const double norm = opt.ReduceGradients(g);
+      TreeReduceScatter(comm, g.data(), opt.plan());  // what DataParallel::ReduceGradients does
+      const double norm = ShardedGradNorm(comm, g.data(), opt.plan());
       norms.push_back(norm);
       opt.Step(params, g, 1e-2 * (s + 1), ClipCoefficient(norm, Config().max_grad_norm));
     }
-    FlatBuffer m_full, v_full;
-    if (comm.rank() == 0) {
-      m_full = FlatBuffer(layout.total_floats());
-      v_full = FlatBuffer(layout.total_floats());
-    }
-    opt.GatherState(&m_full, &v_full);
+    const OptimizerState* full = opt.SaveState();
     std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(full != nullptr, comm.rank() == 0);
     if (comm.rank() == 0) {
       res.params = std::move(params);
-      res.m = std::move(m_full);
-      res.v = std::move(v_full);
+      res.m = Copy(full->m);
+      res.v = Copy(full->v);
       res.norms = norms;
-      res.t = opt.step();
+      res.t = full->step;
     } else {
       // Every rank ends with the same parameters (all-gathered).
       EXPECT_EQ(norms.size(), static_cast<size_t>(last - first));
@@ -184,6 +187,49 @@ TEST(Zero1AdamW, ShardsSplitTheOptimizerState) {
     EXPECT_LE(opt.shard_end() - opt.shard_begin(), Zero1ShardFloats(layout.total_floats(), 4));
   });
   EXPECT_EQ(total, layout.total_floats());
+}
+
+// SaveState on R ranks gives rank 0 the full state of a single-process AdamW that took the same
+// steps; loading it on R' ranks and saving again returns it unchanged, for every pair of worlds.
+TEST(Zero1AdamW, SaveLoadRoundTripAcrossWorlds) {
+  const ParamLayout layout = SmallLayout();
+  const Result want = SingleProcess(layout);
+  AdamW local(layout, Config());
+  local.LoadState({Copy(want.m), Copy(want.v), want.t});
+  const OptimizerState* local_state = local.SaveState();
+  ExpectSame(local_state->m, want.m, "local round trip m", 1);
+  ExpectSame(local_state->v, want.v, "local round trip v", 1);
+  EXPECT_EQ(local_state->step, want.t);
+  for (int world : {1, 2, 4, 8}) {
+    OptimizerState saved;
+    RunThreadGroup(world, [&](Communicator& comm) {
+      Zero1AdamW opt(layout, Config(), comm);
+      opt.LoadState({Copy(want.m), Copy(want.v), want.t});
+      EXPECT_EQ(opt.step(), want.t);
+      const OptimizerState* full = opt.SaveState();
+      if (comm.rank() != 0) {
+        EXPECT_EQ(full, nullptr);
+        return;
+      }
+      ASSERT_NE(full, nullptr);
+      saved = {Copy(full->m), Copy(full->v), full->step};
+    });
+    ExpectSame(saved.m, want.m, "round-trip m", world);
+    ExpectSame(saved.v, want.v, "round-trip v", world);
+    EXPECT_EQ(saved.step, want.t);
+  }
+}
+
+TEST(Zero1AdamW, LoadStateRefusesAnotherModelsState) {
+  const ParamLayout layout = SmallLayout();
+  RunThreadGroup(2, [&](Communicator& comm) {
+    Zero1AdamW opt(layout, Config(), comm);
+    EXPECT_THROW(opt.LoadState({FlatBuffer(layout.total_floats() - 16),
+                                FlatBuffer(layout.total_floats() - 16), 1}),
+                 Error);
+  });
+  AdamW local(layout, Config());
+  EXPECT_THROW(local.LoadState({FlatBuffer(3), FlatBuffer(3), 1}), Error);
 }
 
 }  // namespace

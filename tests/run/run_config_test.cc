@@ -50,7 +50,7 @@ TEST(RunConfig, Stage1PresetCarriesTheRecipe) {
   EXPECT_EQ(c.optim.schedule.warmup, 2000);
   EXPECT_EQ(c.optim.schedule.t_max, 1192093);
   EXPECT_EQ(c.optim.schedule.alpha_f, 0.1);
-  EXPECT_EQ(c.optim.AdamW().beta2, 0.95);
+  EXPECT_EQ(c.optim.betas[1], 0.95);
   EXPECT_EQ(c.optim.no_decay, std::vector<std::string>{"model.embed_tokens.weight"});
   EXPECT_TRUE(c.train.skip_step.enabled);
 

@@ -19,6 +19,7 @@
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 #include "optim/skip_step.h"
+#include "train/grad_reducer.h"
 #include "train/train_step.h"
 
 namespace replica {
@@ -43,15 +44,16 @@ Errors RunFixture(const std::string& name, int64_t micro_batch, int threads) {
   LoadHfWeights(dir + "/model.safetensors", model.layout(), model.params());
 
   AdamWConfig ac;
-  ac.beta1 = meta["betas"][0];
-  ac.beta2 = meta["betas"][1];
+  ac.betas = {meta["betas"][0].get<double>(), meta["betas"][1].get<double>()};
   ac.eps = meta["eps"];
   ac.weight_decay = meta["weight_decay"];
   ac.max_grad_norm = meta["max_norm"];
   ac.no_decay = meta["no_decay_params"].get<std::vector<std::string>>();
   AdamW adam(model.layout(), ac);
+  LocalGradReducer reducer;
   SkipStepRule skip(SkipStepConfig{});
-  TrainStep step(model, adam, skip, micro_batch, meta["z_loss_multiplier"].get<double>());
+  TrainStep step(model, reducer, adam, skip, micro_batch,
+                 meta["z_loss_multiplier"].get<double>());
 
   const auto lr = train.ReadF64("lr");
   const auto loss = train.ReadF64("loss"), ce = train.ReadF64("ce_loss"),
