@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
@@ -38,9 +39,11 @@ constexpr size_t kNormBlock = 4096;
 
 // Σ g² over [begin, end) as fp64 partials per kNormBlock-aligned block, returned in block order
 // (block b covers [b·kNormBlock, (b+1)·kNormBlock) ∩ [begin, end)). `begin` must be block-aligned.
-std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end);
+// The sums run on `backend` (Backend::SumSquaresPartials).
+std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end,
+                                       const Backend& backend = CpuBackend());
 // sqrt of the in-order sum of GradSquarePartials over the whole buffer.
-double GlobalGradNorm(const FlatBuffer& grads);
+double GlobalGradNorm(const FlatBuffer& grads, const Backend& backend = CpuBackend());
 // min(1, max_norm / (norm + 1e-6)); exactly 1 when not clipping (or max_norm <= 0). A non-finite
 // norm gives a non-finite coefficient, so the step's values show it (and the skip rule refuses it).
 double ClipCoefficient(double norm, double max_norm);
@@ -51,20 +54,25 @@ std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& c
 
 // One AdamW update of elements [begin, end) of the flat buffers. m and v point at the state for
 // exactly that range (m[0] is element `begin`), so ZeRO-1 shards can pass their slice. `step` is t
-// (already incremented: 1 on the first update).
+// (already incremented: 1 on the first update). The elements are updated by `backend`
+// (Backend::AdamWUpdate, one call per parameter tensor in the range).
 void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
                       const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& config, double lr, double grad_coef, int64_t step);
+                      const AdamWConfig& config, double lr, double grad_coef, int64_t step,
+                      const Backend& backend = CpuBackend());
 
 // The single-process optimizer: full-size m and v and the step counter t.
 class AdamW {
  public:
-  AdamW(const ParamLayout& layout, const AdamWConfig& config);
+  // `backend` runs the element updates and must outlive the optimizer.
+  AdamW(const ParamLayout& layout, const AdamWConfig& config,
+        const Backend& backend = CpuBackend());
 
   // t += 1, then the update above with clip coefficient `grad_coef` over every element.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double grad_coef);
 
   const AdamWConfig& config() const { return config_; }
+  const Backend& backend() const { return backend_; }
   FlatBuffer& m() { return m_; }
   FlatBuffer& v() { return v_; }
   const FlatBuffer& m() const { return m_; }
@@ -75,6 +83,7 @@ class AdamW {
  private:
   const ParamLayout& layout_;
   AdamWConfig config_;
+  const Backend& backend_;
   std::vector<double> decay_;
   FlatBuffer m_, v_;
   int64_t step_ = 0;

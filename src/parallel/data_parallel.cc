@@ -62,7 +62,7 @@ void DataParallel::OptimizerStep(FlatBuffer& params, const FlatBuffer& grads, do
 }
 
 void DataParallel::AdoptOptimizer(const ParamLayout& layout, AdamW& adam) {
-  zero_ = std::make_unique<Zero1AdamW>(layout, adam.config(), comm_);
+  zero_ = std::make_unique<Zero1AdamW>(layout, adam.config(), comm_, adam.backend());
   zero_->LoadState(adam.m(), adam.v(), adam.step());
   // ZeRO-1: from here on only the shard lives on this rank (rank 0 re-creates full buffers as the
   // gather target of each checkpoint).

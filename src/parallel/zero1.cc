@@ -1,16 +1,16 @@
 #include "parallel/zero1.h"
 
-#include <cstring>
-
 #include "core/error.h"
 #include "parallel/collectives.h"
 
 namespace replica::parallel {
 
-Zero1AdamW::Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm)
+Zero1AdamW::Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
+                       const Backend& backend)
     : layout_(layout),
       config_(config),
       comm_(comm),
+      backend_(backend),
       plan_(layout.total_floats(), comm.world()),
       decay_(DecayPerView(layout, config)),
       m_(plan_.size(comm.rank())),
@@ -21,15 +21,13 @@ Zero1AdamW::Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Com
 double Zero1AdamW::ReduceGradients(FlatBuffer& grads) {
   Require(grads.size() == plan_.total(), "ZeRO-1: gradient buffer has {} floats, expected {}",
           grads.size(), plan_.total());
-  TreeReduceScatter(comm_, grads.data(), plan_);
-  return ShardedGradNorm(comm_, grads.data(), plan_);
+  TreeReduceScatter(comm_, grads.data(), plan_, backend_);
+  return ShardedGradNorm(comm_, grads.data(), plan_, backend_);
 }
 
 void Zero1AdamW::ScaleShard(FlatBuffer& grads, double factor) const {
-  float* g = grads.data();
-  const int64_t lo = static_cast<int64_t>(shard_begin()), hi = static_cast<int64_t>(shard_end());
-#pragma omp parallel for schedule(static)
-  for (int64_t i = lo; i < hi; ++i) g[i] = static_cast<float>(static_cast<double>(g[i]) * factor);
+  backend_.Scale(grads.data() + shard_begin(), static_cast<int64_t>(shard_end() - shard_begin()),
+                 factor);
 }
 
 void Zero1AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double grad_coef) {
@@ -38,7 +36,7 @@ void Zero1AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, do
           grads.size(), plan_.total());
   ++step_;
   AdamWUpdateRange(layout_, decay_, params.data(), grads.data(), m_.data(), v_.data(),
-                   shard_begin(), shard_end(), config_, lr, grad_coef, step_);
+                   shard_begin(), shard_end(), config_, lr, grad_coef, step_, backend_);
   AllGatherShards(comm_, params.data(), plan_);
 }
 
@@ -58,11 +56,9 @@ void Zero1AdamW::LoadState(const FlatBuffer& m_full, const FlatBuffer& v_full, i
   Require(m_full.size() == plan_.total() && v_full.size() == plan_.total(),
           "ZeRO-1: optimizer state has {} / {} floats, expected {}", m_full.size(), v_full.size(),
           plan_.total());
-  const size_t n = plan_.size(comm_.rank());
-  if (n > 0) {
-    std::memcpy(m_.data(), m_full.data() + shard_begin(), n * sizeof(float));
-    std::memcpy(v_.data(), v_full.data() + shard_begin(), n * sizeof(float));
-  }
+  const int64_t n = static_cast<int64_t>(plan_.size(comm_.rank()));
+  backend_.Copy(m_.data(), m_full.data() + shard_begin(), n);
+  backend_.Copy(v_.data(), v_full.data() + shard_begin(), n);
   step_ = step;
 }
 

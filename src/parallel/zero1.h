@@ -23,7 +23,10 @@ namespace replica::parallel {
 
 class Zero1AdamW {
  public:
-  Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm);
+  // Buffer math (the reduce-scatter's sums, the norm's partials, scaling, the AdamW elements,
+  // copies) runs on `backend`, which must outlive this object.
+  Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
+             const Backend& backend = CpuBackend());
 
   // Collective. `grads` holds this rank's partial sum; afterwards its shard holds the global sum
   // (other elements are garbage). Returns the global gradient norm, equal on every rank.
@@ -51,6 +54,7 @@ class Zero1AdamW {
   const ParamLayout& layout_;
   AdamWConfig config_;
   Communicator& comm_;
+  const Backend& backend_;
   ShardPlan plan_;
   std::vector<double> decay_;
   FlatBuffer m_, v_;  // this rank's shard only

@@ -213,7 +213,7 @@ TrainSummary Train(const TrainerOptions& opt) {
   // --- model and optimizer ---
   Olmo3Model model(cfg.model, mu, T);
   const ParamLayout& layout = model.layout();
-  AdamW adam(layout, cfg.optim.AdamW());
+  AdamW adam(layout, cfg.optim.AdamW(), model.backend());
   SkipStepRule skip(cfg.train.skip_step);
   int64_t step = 0, tokens = 0;
   if (start_ckpt) {
@@ -267,7 +267,8 @@ TrainSummary Train(const TrainerOptions& opt) {
     metrics.emplace(opt.run_dir, resume ? std::optional<int64_t>(step) : std::nullopt);
     checkpoints.emplace(CheckpointWriterOptions{.run_dir = opt.run_dir,
                                                 .keep = static_cast<int>(cfg.checkpoint.keep),
-                                                .background = true});
+                                                .background = true},
+                        model.backend());
     checkpoints->Reserve(layout);  // first-touch the snapshot memory now, not mid-run
   }
   fault::FaultSpec fspec;

@@ -2,7 +2,8 @@
 // with j + hd/2. The cos/sin tables are built once per (max positions, head dim, theta); angles
 // t·θ^(-2j/hd) and their cos/sin are computed in double and rounded to float once, so the table
 // is the exact one to a half-ulp (an fp32 angle drifts by ~t·2^-24 rad at position t; on the short
-// fixtures both choices measure the same). The rotation itself runs in fp32.
+// fixtures both choices measure the same). The rotation itself runs in fp32, each element from its
+// own pair, so results do not depend on the thread count.
 #pragma once
 #include <cstdint>
 #include <vector>
