@@ -98,7 +98,7 @@ int RunBench(const BenchArgs& a) {
   }
 
   replica::AdamWConfig adamw_config;  // the bench README's step: clip 1.0, AdamW 0.9/0.95/1e-8/0.1
-  replica::AdamW adamw(model.layout(), adamw_config);
+  replica::AdamW adamw(model.layout(), adamw_config, model.backend());
   std::vector<double> times, fwd_bwd_times;
   double loss = 0, first_loss = 0;
   for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
@@ -109,7 +109,7 @@ int RunBench(const BenchArgs& a) {
     replica::CrossEntropySums sums =
         model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5);
     auto t1 = replica::Clock::now();
-    const double norm = replica::GlobalGradNorm(model.grads());
+    const double norm = replica::GlobalGradNorm(model.grads(), model.backend());
     adamw.Step(model.params(), model.grads(), 3e-4,
                replica::ClipCoefficient(norm, adamw_config.max_grad_norm));
     const double dt = replica::SecondsSince(t0);

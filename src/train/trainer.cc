@@ -259,7 +259,7 @@ void TrainingRun::LoadOrInitState() {
 
   model_.emplace(cfg_.model, shape_.micro, shape_.seq_len);
   const ParamLayout& layout = model_->layout();
-  optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim);
+  optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
   const std::optional<Checkpoint>& ckpt = start_.checkpoint;
   if (ckpt) {
     ckpt->LoadParams(layout, model_->params());
@@ -314,7 +314,8 @@ void TrainingRun::OpenOutputs() {
                      start_.resume ? std::optional<int64_t>(step_) : std::nullopt);
     checkpoints_.emplace(CheckpointWriterOptions{.run_dir = opt_.run_dir,
                                                  .keep = static_cast<int>(cfg_.checkpoint.keep),
-                                                 .background = true});
+                                                 .background = true},
+                         model_->backend());
     checkpoints_->Reserve(model_->layout());  // first-touch the snapshot memory now, not mid-run
   }
   ConfigureFaults(cfg_);

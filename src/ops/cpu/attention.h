@@ -9,6 +9,8 @@
 //   lse [B, H, T]         log-sum-exp of the scaled scores of each query row (saved for backward)
 // Query head n uses kv head n / (H / KV). Scores are (q·k) * scale, scale = 1/sqrt(hd).
 // Visibility: key j is visible to query i iff j <= i and (window == 0 or i - window < j).
+// Outputs (out, lse, dq, dk, dv) must not alias any input. Each output element is computed by one
+// thread in a fixed tile order, so results are bit-identical for any thread count.
 #pragma once
 #include <cstdint>
 

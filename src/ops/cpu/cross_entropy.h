@@ -7,6 +7,8 @@
 // online log-sum-exp) means backward never recomputes logits: the LM head costs exactly 3 GEMMs.
 // Per-row work is owned by one thread, the chunk sums are added in row order in double, and the
 // chunk size does not depend on the thread count, so results are bit-identical for any of them.
+// dx and dW must not alias x, W or each other (with a tied head W and the embedding gradient are
+// different buffers: parameters and gradients).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,6 @@
 // Bias-free linear layer y = x W^T with W stored [out, in] (HF layout), on the deterministic tiled
 // Sgemm (gemm.h). The backward uses the GEMM's transpose flags, never a transposed copy.
+// Outputs (y, dx, dW) must not alias any input. Bit-identical for any thread count (gemm.h).
 #pragma once
 #include <cstdint>
 
