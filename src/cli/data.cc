@@ -170,7 +170,8 @@ std::string Printable(const std::string& bytes) {
 int RunBatch(BatchArgs a) {
   Require((a.batch >= 0) != (a.step > 0),
           "give the global batch N (0-based) or --step S (1-based trainer step), not both");
-  const uint64_t b = a.step > 0 ? static_cast<uint64_t>(a.step - 1) : static_cast<uint64_t>(a.batch);
+  const uint64_t b =
+      a.step > 0 ? static_cast<uint64_t>(a.step - 1) : static_cast<uint64_t>(a.batch);
   data::BatchLookupOptions o;
   data::OlmoCoreFingerprintFields fp{a.vocab_size, a.pad_id, a.eos_id, a.bos_id,
                                      a.max_target_seq_len};
@@ -179,7 +180,8 @@ int RunBatch(BatchArgs a) {
     if (!j.is_null()) {
       const OlmoCoreImport im = ImportOlmoCoreConfig(j, a.config, a.import);
       std::string why;
-      for (const ImportNote& n : im.unresolved) why += fmt::format("\n  {}: {}", n.json_path, n.reason);
+      for (const ImportNote& n : im.unresolved)
+        why += fmt::format("\n  {}: {}", n.json_path, n.reason);
       Require(!im.data_paths.empty(), "{}: the dataset's token files are not local:{}", a.config,
               why);
       Require(im.global_batch_instances > 0 && im.seq_len > 0,
@@ -204,8 +206,9 @@ int RunBatch(BatchArgs a) {
       o.global_batch_instances = static_cast<uint64_t>(c.train.global_batch_instances);
     }
   } else {
-    Require(!a.import.data_paths_file.empty(), "give --config (a run config or OLMo-core config.json) or "
-                                   "--data-paths FILE with --seq-len, --seed and --global-batch");
+    Require(!a.import.data_paths_file.empty(),
+            "give --config (a run config or OLMo-core config.json) or --data-paths FILE with "
+            "--seq-len, --seed and --global-batch");
     Require(a.seq_len > 0, "--data-paths needs --seq-len");
     Require((a.global_batch > 0) != (a.global_batch_tokens > 0),
             "--data-paths needs one of --global-batch (instances) or --global-batch-tokens");
@@ -354,7 +357,7 @@ CommandRegistration reg(
                         "with --data-paths: tokens per global batch (OLMo-core global_batch_size)");
       batch->add_option("--dtype", ba->dtype, "with --data-paths: uint32 (default) or uint16");
       batch->add_option("--vocab-size", ba->vocab_size,
-                        "tokenizer vocab size for the OLMo-core fingerprint (default dolma2 100278)");
+                        "tokenizer vocab size for the OLMo-core fingerprint (dolma2: 100278)");
       batch->add_option("--eos-id", ba->eos_id, "for the fingerprint (default 100257)");
       batch->add_option("--pad-id", ba->pad_id, "for the fingerprint (default 100277)");
       batch->add_option("--max-target-seq-len", ba->max_target_seq_len,

@@ -1,4 +1,5 @@
-// replica plan CONFIG.yaml|config.json [--set k=v ...] [--world R] [--lr-at S1,S2,...] [--json]: what a run
+// replica plan CONFIG.yaml|config.json [--set k=v ...] [--world R] [--lr-at S1,S2,...] [--json]
+// [--allow-unsupported] [--mix-dir ...]: what a run
 // config means (train/plan.h): parameters, FLOPs per token, memory per rank, steps, tokens, LR.
 #include <cstdio>
 #include <memory>
@@ -36,7 +37,8 @@ replica::cli::CommandRegistration reg(
           ->delimiter(',');
       app.add_flag("--json", args->json, "print JSON on stdout");
       return [args] {
-        const replica::RunConfig config = replica::LoadRunConfig(args->config, args->sets, args->import);
+        const replica::RunConfig config =
+            replica::LoadRunConfig(args->config, args->sets, args->import);
         std::vector<int64_t> steps = args->lr_at;
         if (steps.empty()) {
           steps = {1, config.optim.schedule.warmup, config.train.max_steps};

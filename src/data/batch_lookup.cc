@@ -46,7 +46,8 @@ std::string PyOptional(int64_t v) { return v < 0 ? std::string("None") : std::to
 BatchLookup LookupGlobalBatch(const BatchLookupOptions& o, uint64_t global_batch) {
   Require(!o.paths.empty(), "batch lookup: no token files given");
   Require(o.seq_len >= 2, "batch lookup: sequence length {} too small; need at least 2", o.seq_len);
-  Require(o.global_batch_instances > 0, "batch lookup: the global batch must be at least 1 instance");
+  Require(o.global_batch_instances > 0,
+          "batch lookup: the global batch must be at least 1 instance");
   const uint64_t item = DtypeSize(o.dtype);
   const uint64_t seq = static_cast<uint64_t>(o.seq_len);
   BatchLookup r;
@@ -64,12 +65,14 @@ BatchLookup LookupGlobalBatch(const BatchLookupOptions& o, uint64_t global_batch
     first.push_back(first.back() + size / (item * seq));
   }
   r.num_instances = first.back();
-  Require(r.num_instances > 0, "batch lookup: {} token file(s) hold no complete instance of {} tokens",
-          o.paths.size(), seq);
+  Require(r.num_instances > 0,
+          "batch lookup: {} token file(s) hold no complete instance of {} tokens", o.paths.size(),
+          seq);
   r.batches_per_epoch = r.num_instances / o.global_batch_instances;
-  Require(r.batches_per_epoch > 0,
-          "batch lookup: the global batch of {} instances is larger than the dataset ({} instances)",
-          o.global_batch_instances, r.num_instances);
+  Require(
+      r.batches_per_epoch > 0,
+      "batch lookup: the global batch of {} instances is larger than the dataset ({} instances)",
+      o.global_batch_instances, r.num_instances);
   r.epoch = 1 + global_batch / r.batches_per_epoch;
   r.batch_in_epoch = global_batch % r.batches_per_epoch;
   const GlobalOrder order(r.num_instances, o.seed, r.epoch, o.global_batch_instances);

@@ -1,9 +1,9 @@
 // What a NumpyFSLDataLoader fed at global batch b, found from file sizes alone (docs/data.md,
 // "Which instances were in batch N"): the instance numbering of a NumpyFslDataset needs only each
 // file's size (floor(size / (itemsize · seq_len)) instances per file, in list order) and the order
-// of epoch e needs only (N, seed, e, I) (data_order.h). So the lookup stats every file, computes the
-// order, and then opens only the files that hold an instance of the batch, reading only the first
-// `head_tokens` tokens of each such instance. Nothing else is read.
+// of epoch e needs only (N, seed, e, I) (data_order.h). So the lookup stats every file, computes
+// the order, and then opens only the files that hold an instance of the batch, reading only the
+// first `head_tokens` tokens of each such instance. Nothing else is read.
 //
 // Batches are counted across epochs as the loader does: global batch b (0-based; trainer step
 // b + 1) is row b mod B of epoch 1 + b / B, with B = N / I whole batches per epoch.
@@ -33,21 +33,21 @@ struct BatchLookupOptions {
 };
 
 struct BatchInstance {
-  uint32_t instance = 0;       // index in the dataset's numbering
-  size_t file = 0;             // index into paths
-  uint64_t token_offset = 0;   // first token of the instance in that file
-  std::vector<int32_t> head;   // its first min(head_tokens, seq_len) tokens
+  uint32_t instance = 0;      // index in the dataset's numbering
+  size_t file = 0;            // index into paths
+  uint64_t token_offset = 0;  // first token of the instance in that file
+  std::vector<int32_t> head;  // its first min(head_tokens, seq_len) tokens
 };
 
 struct BatchLookup {
-  uint64_t global_batch = 0;       // b, counted across epochs
-  uint64_t epoch = 0;              // 1-based
-  uint64_t batch_in_epoch = 0;     // row of that epoch's order
-  uint64_t num_instances = 0;      // N
-  uint64_t batches_per_epoch = 0;  // N / I
-  std::vector<uint64_t> file_sizes;         // bytes, per path
-  std::vector<BatchInstance> instances;     // the row, in order (rank r of R reads r::R)
-  std::set<size_t> files_opened;            // indices of the files whose contents were read
+  uint64_t global_batch = 0;             // b, counted across epochs
+  uint64_t epoch = 0;                    // 1-based
+  uint64_t batch_in_epoch = 0;           // row of that epoch's order
+  uint64_t num_instances = 0;            // N
+  uint64_t batches_per_epoch = 0;        // N / I
+  std::vector<uint64_t> file_sizes;      // bytes, per path
+  std::vector<BatchInstance> instances;  // the row, in order (rank r of R reads r::R)
+  std::set<size_t> files_opened;         // indices of the files whose contents were read
 };
 
 // Error naming the file for a missing file or a size that is not a whole number of tokens, and
@@ -56,7 +56,7 @@ BatchLookup LookupGlobalBatch(const BatchLookupOptions& options, uint64_t global
 
 struct OlmoCoreFingerprintFields {
   uint64_t vocab_size = 0;
-  int64_t pad_token_id = -1;            // -1 prints as None
+  int64_t pad_token_id = -1;  // -1 prints as None
   int64_t eos_token_id = -1;
   int64_t bos_token_id = -1;
   int64_t max_target_sequence_length = -1;

@@ -27,40 +27,88 @@ constexpr const char* kClassKey = "_CLASS_";
 
 // Where in the config a class may appear; a known class in the wrong place is refused.
 enum class Role {
-  kExperiment, kModel, kBlock, kAttention, kSlidingWindow, kRope, kRopeScaling, kLayerNorm,
-  kFeedForward, kLmHead, kDataset, kTokenizer, kDataLoader, kTrainModule, kOptim, kGroupOverride,
-  kScheduler, kTrainer, kDuration, kCallback, kDataParallel, kOtherParallel, kFloat8,
-  kActivationCheckpointing, kLaunch, kCheckpointer
+  kExperiment,
+  kModel,
+  kBlock,
+  kAttention,
+  kSlidingWindow,
+  kRope,
+  kRopeScaling,
+  kLayerNorm,
+  kFeedForward,
+  kLmHead,
+  kDataset,
+  kTokenizer,
+  kDataLoader,
+  kTrainModule,
+  kOptim,
+  kGroupOverride,
+  kScheduler,
+  kTrainer,
+  kDuration,
+  kCallback,
+  kDataParallel,
+  kOtherParallel,
+  kFloat8,
+  kActivationCheckpointing,
+  kLaunch,
+  kCheckpointer
 };
 
 const char* RoleName(Role r) {
   switch (r) {
-    case Role::kExperiment: return "an experiment config";
-    case Role::kModel: return "a model config";
-    case Role::kBlock: return "a transformer block config";
-    case Role::kAttention: return "an attention (sequence mixer) config";
-    case Role::kSlidingWindow: return "a sliding-window config";
-    case Role::kRope: return "a RoPE config";
-    case Role::kRopeScaling: return "a RoPE scaling config";
-    case Role::kLayerNorm: return "a layer norm config";
-    case Role::kFeedForward: return "a feed-forward config";
-    case Role::kLmHead: return "an LM head config";
-    case Role::kDataset: return "a dataset config";
-    case Role::kTokenizer: return "a tokenizer config";
-    case Role::kDataLoader: return "a data loader config";
-    case Role::kTrainModule: return "a train module config";
-    case Role::kOptim: return "an optimizer config";
-    case Role::kGroupOverride: return "an optimizer group override";
-    case Role::kScheduler: return "a scheduler";
-    case Role::kTrainer: return "a trainer config";
-    case Role::kDuration: return "a duration";
-    case Role::kCallback: return "a trainer callback";
-    case Role::kDataParallel: return "a data-parallel config";
-    case Role::kOtherParallel: return "a parallelism config";
-    case Role::kFloat8: return "a float8 config";
-    case Role::kActivationCheckpointing: return "an activation-checkpointing config";
-    case Role::kLaunch: return "a launch config";
-    case Role::kCheckpointer: return "a checkpointer config";
+    case Role::kExperiment:
+      return "an experiment config";
+    case Role::kModel:
+      return "a model config";
+    case Role::kBlock:
+      return "a transformer block config";
+    case Role::kAttention:
+      return "an attention (sequence mixer) config";
+    case Role::kSlidingWindow:
+      return "a sliding-window config";
+    case Role::kRope:
+      return "a RoPE config";
+    case Role::kRopeScaling:
+      return "a RoPE scaling config";
+    case Role::kLayerNorm:
+      return "a layer norm config";
+    case Role::kFeedForward:
+      return "a feed-forward config";
+    case Role::kLmHead:
+      return "an LM head config";
+    case Role::kDataset:
+      return "a dataset config";
+    case Role::kTokenizer:
+      return "a tokenizer config";
+    case Role::kDataLoader:
+      return "a data loader config";
+    case Role::kTrainModule:
+      return "a train module config";
+    case Role::kOptim:
+      return "an optimizer config";
+    case Role::kGroupOverride:
+      return "an optimizer group override";
+    case Role::kScheduler:
+      return "a scheduler";
+    case Role::kTrainer:
+      return "a trainer config";
+    case Role::kDuration:
+      return "a duration";
+    case Role::kCallback:
+      return "a trainer callback";
+    case Role::kDataParallel:
+      return "a data-parallel config";
+    case Role::kOtherParallel:
+      return "a parallelism config";
+    case Role::kFloat8:
+      return "a float8 config";
+    case Role::kActivationCheckpointing:
+      return "an activation-checkpointing config";
+    case Role::kLaunch:
+      return "a launch config";
+    case Role::kCheckpointer:
+      return "a checkpointer config";
   }
   return "?";
 }
@@ -93,11 +141,13 @@ const std::map<std::string, ClassEntry>& Registry() {
       {"olmo_core.data.numpy_dataset.NumpyDatasetConfig", {Role::kDataset}},
       {"olmo_core.data.numpy_dataset.NumpyPackedFSLDatasetConfig", {Role::kDataset}},
       {"olmo_core.data.numpy_dataset.NumpyPaddedFSLDatasetConfig",
-       {Role::kDataset, "", "one padded instance per document (NumpyPaddedFSLDataset) is not "
-                            "implemented in replica"}},
+       {Role::kDataset, "",
+        "one padded instance per document (NumpyPaddedFSLDataset) is not "
+        "implemented in replica"}},
       {"olmo_core.data.numpy_dataset.NumpyVSLDatasetConfig",
-       {Role::kDataset, "", "variable sequence lengths (NumpyVSLDataset) are not implemented in "
-                            "replica"}},
+       {Role::kDataset, "",
+        "variable sequence lengths (NumpyVSLDataset) are not implemented in "
+        "replica"}},
       {"olmo_core.data.tokenizer.TokenizerConfig", {Role::kTokenizer}},
       {"olmo_core.data.data_loader.NumpyDataLoaderConfig", {Role::kDataLoader}},
       {"olmo_core.train.train_module.transformer.config.TransformerTrainModuleConfig",
@@ -129,8 +179,9 @@ const std::map<std::string, ClassEntry>& Registry() {
       {"olmo_core.train.callbacks.monkey_patcher.MonkeyPatcherCallback",
        {Role::kCallback, "patches PyTorch internals; nothing to patch in replica"}},
       {"olmo_core.train.callbacks.evaluator_callback.LMEvaluatorCallbackConfig",
-       {Role::kCallback, "in-loop perplexity evaluation does not change training; replica "
-                         "evaluates the sets named in eval.sets"}},
+       {Role::kCallback,
+        "in-loop perplexity evaluation does not change training; replica "
+        "evaluates the sets named in eval.sets"}},
       {"olmo_core.train.callbacks.evaluator_callback.DownstreamEvaluatorCallbackConfig",
        {Role::kCallback, "downstream evaluation does not change training (replica eval)"}},
       {"olmo_core.train.callbacks.gpu_memory_monitor.GPUMemoryMonitorCallback",
@@ -147,19 +198,23 @@ const std::map<std::string, ClassEntry>& Registry() {
       {"olmo_core.train.callbacks.console_logger.ConsoleLoggerCallback",
        {Role::kCallback, "console logging"}},
       {"olmo_core.train.checkpoint.CheckpointerConfig",
-       {Role::kCheckpointer, "checkpoint writer settings (threads, format); replica writes its "
-                             "own checkpoints"}},
+       {Role::kCheckpointer,
+        "checkpoint writer settings (threads, format); replica writes its "
+        "own checkpoints"}},
       {"olmo_core.train.train_module.transformer.config.TransformerDataParallelConfig",
        {Role::kDataParallel}},
       {"olmo_core.train.train_module.transformer.config.TransformerContextParallelConfig",
-       {Role::kOtherParallel, "context parallelism splits each sequence over ranks; replica "
-                              "computes the same attention over the whole sequence on one rank"}},
+       {Role::kOtherParallel,
+        "context parallelism splits each sequence over ranks; replica "
+        "computes the same attention over the whole sequence on one rank"}},
       {"olmo_core.train.train_module.transformer.config.TransformerTensorParallelConfig",
-       {Role::kOtherParallel, "tensor parallelism is a layout of the same math; replica runs "
-                              "data parallel only"}},
+       {Role::kOtherParallel,
+        "tensor parallelism is a layout of the same math; replica runs "
+        "data parallel only"}},
       {"olmo_core.train.train_module.transformer.config.TransformerPipelineParallelConfig",
-       {Role::kOtherParallel, "pipeline parallelism is a layout of the same math; replica runs "
-                              "data parallel only"}},
+       {Role::kOtherParallel,
+        "pipeline parallelism is a layout of the same math; replica runs "
+        "data parallel only"}},
       {"olmo_core.train.train_module.transformer.config.TransformerExpertParallelConfig",
        {Role::kOtherParallel, "expert parallelism (MoE layout); no experts in replica's model"}},
       {"olmo_core.train.train_module.transformer.config.TransformerActivationCheckpointingConfig",
@@ -285,7 +340,8 @@ class Obj {
   // Present and non-null: recorded as ignored with `reason`.
   void Ignore(const std::string& key, const std::string& reason);
   // Present and not one of `allowed` (compared as JSON): refused with `reason`.
-  void Allow(const std::string& key, std::initializer_list<json> allowed, const std::string& reason);
+  void Allow(const std::string& key, std::initializer_list<json> allowed,
+             const std::string& reason);
   void Finish();
 
  private:
@@ -297,7 +353,8 @@ class Obj {
 
 class Importer {
  public:
-  Importer(const OlmoCoreImportOptions& o, std::string source) : opt_(o), source_(std::move(source)) {}
+  Importer(const OlmoCoreImportOptions& o, std::string source)
+      : opt_(o), source_(std::move(source)) {}
 
   OlmoCoreImport Run(const json& root);
 
@@ -456,16 +513,26 @@ void Importer::Experiment(const json& j, const std::string& path) {
   o.Ignore("init_seed",
            "seeds Python/NumPy/torch global RNGs; parameter init is keyed by model.init_seed and "
            "nothing else in replica's training is random");
-  if (const json* v = o.Take("model")) Model(*v, o.At("model"));
-  else Refuse(o.At("model"), "missing");
-  if (const json* v = o.Take("dataset")) Dataset(*v, o.At("dataset"));
-  else Refuse(o.At("dataset"), "missing");
-  if (const json* v = o.Take("data_loader")) DataLoader(*v, o.At("data_loader"));
-  else Refuse(o.At("data_loader"), "missing");
-  if (const json* v = o.Take("train_module")) TrainModule(*v, o.At("train_module"));
-  else Refuse(o.At("train_module"), "missing");
-  if (const json* v = o.Take("trainer")) Trainer(*v, o.At("trainer"));
-  else Refuse(o.At("trainer"), "missing");
+  if (const json* v = o.Take("model"))
+    Model(*v, o.At("model"));
+  else
+    Refuse(o.At("model"), "missing");
+  if (const json* v = o.Take("dataset"))
+    Dataset(*v, o.At("dataset"));
+  else
+    Refuse(o.At("dataset"), "missing");
+  if (const json* v = o.Take("data_loader"))
+    DataLoader(*v, o.At("data_loader"));
+  else
+    Refuse(o.At("data_loader"), "missing");
+  if (const json* v = o.Take("train_module"))
+    TrainModule(*v, o.At("train_module"));
+  else
+    Refuse(o.At("train_module"), "missing");
+  if (const json* v = o.Take("trainer"))
+    Trainer(*v, o.At("trainer"));
+  else
+    Refuse(o.At("trainer"), "missing");
   o.Finish();
 }
 
@@ -523,7 +590,8 @@ void Importer::ReadAttention(const json& j, const std::string& path, Block& b) {
         if (!s->is_object() || !s->contains(kClassKey)) {
           Dispatch(*s, sp, Role::kRopeScaling);  // refuses with the reason
         } else {
-          const std::string scls = (*s)[kClassKey].is_string() ? (*s)[kClassKey].get<std::string>() : "";
+          const std::string scls =
+              (*s)[kClassKey].is_string() ? (*s)[kClassKey].get<std::string>() : "";
           auto it = Registry().find(scls);
           if (it == Registry().end() || it->second.role != Role::kRopeScaling) {
             Dispatch(*s, sp, Role::kRopeScaling);
@@ -548,12 +616,14 @@ void Importer::ReadAttention(const json& j, const std::string& path, Block& b) {
       if (const json* p = w.Take("pattern")) {
         bool ok = p->is_array() && !p->empty();
         if (ok)
-          for (const json& e : *p) ok = ok && e.is_number_integer() && (e.get<int64_t>() > 0 || e.get<int64_t>() == -1);
+          for (const json& e : *p)
+            ok = ok && e.is_number_integer() && (e.get<int64_t>() > 0 || e.get<int64_t>() == -1);
         if (ok) {
           for (const json& e : *p) win.pattern.push_back(e.get<int64_t>());
         } else {
           Refuse(w.At("pattern"), fmt::format("expected a non-empty list of window sizes (> 0, or "
-                                              "-1 for full attention), got {}", p->dump()));
+                                              "-1 for full attention), got {}",
+                                              p->dump()));
         }
       } else {
         Refuse(w.At("pattern"), "missing");
@@ -583,8 +653,9 @@ std::optional<Block> Importer::ReadBlock(const json& j, const std::string& path)
   const json* mixer = o.Take("sequence_mixer");
   const json* attention = o.Take("attention");
   if (mixer && attention) {
-    Refuse(o.At("attention"), "both 'sequence_mixer' and the older 'attention' are set; OLMo-core "
-                              "refuses that too");
+    Refuse(o.At("attention"),
+           "both 'sequence_mixer' and the older 'attention' are set; OLMo-core "
+           "refuses that too");
   } else if (mixer) {
     ReadAttention(*mixer, o.At("sequence_mixer"), b);
   } else if (attention) {
@@ -593,7 +664,8 @@ std::optional<Block> Importer::ReadBlock(const json& j, const std::string& path)
     Refuse(o.At("sequence_mixer"), "missing (neither 'sequence_mixer' nor 'attention' is set)");
   }
   if (const json* v = o.Take("layer_norm")) {
-    if (auto eps = ReadLayerNorm(*v, o.At("layer_norm"))) b.norm_eps.Set(*eps, o.At("layer_norm.eps"));
+    if (auto eps = ReadLayerNorm(*v, o.At("layer_norm")))
+      b.norm_eps.Set(*eps, o.At("layer_norm.eps"));
   } else {
     Refuse(o.At("layer_norm"), "absent: replica's block has RMSNorms");
   }
@@ -631,12 +703,18 @@ void Importer::Model(const json& j, const std::string& path) {
   const std::string cls = Dispatch(j, path, Role::kModel);
   if (cls.empty()) return;
   Obj o(*this, j, path, cls);
-  if (auto v = o.Int("d_model")) r_.d_model.Set(*v, o.At("d_model"));
-  else Refuse(o.At("d_model"), "missing");
-  if (auto v = o.Int("vocab_size")) r_.vocab_size.Set(*v, o.At("vocab_size"));
-  else Refuse(o.At("vocab_size"), "missing");
-  if (auto v = o.Int("n_layers")) r_.n_layers.Set(*v, o.At("n_layers"));
-  else Refuse(o.At("n_layers"), "missing");
+  if (auto v = o.Int("d_model"))
+    r_.d_model.Set(*v, o.At("d_model"));
+  else
+    Refuse(o.At("d_model"), "missing");
+  if (auto v = o.Int("vocab_size"))
+    r_.vocab_size.Set(*v, o.At("vocab_size"));
+  else
+    Refuse(o.At("vocab_size"), "missing");
+  if (auto v = o.Int("n_layers"))
+    r_.n_layers.Set(*v, o.At("n_layers"));
+  else
+    Refuse(o.At("n_layers"), "missing");
   o.Allow("name", {"default"}, "replica implements OLMo-core's default Transformer");
   o.Allow("dtype", {"float32"}, "replica keeps fp32 parameters");
   o.Allow("init_method", {"normal"},
@@ -644,8 +722,9 @@ void Importer::Model(const json& j, const std::string& path) {
   o.Allow("embedding_norm", {}, "replica has no norm after the embedding");
   o.Allow("freeze_params", {}, "replica trains every parameter");
   o.Allow("embed_scale", {}, "replica does not scale the embedding");
-  o.Allow("block_pattern", {}, "replica's layers are one block type (named block patterns are "
-                               "not supported)");
+  o.Allow("block_pattern", {},
+          "replica's layers are one block type (named block patterns are "
+          "not supported)");
   if (auto v = o.Int("init_seed")) r_.init_seed.Set(*v, o.At("init_seed"));
   if (auto v = o.Num("init_std")) r_.init_std.Set(*v, o.At("init_std"));
   if (const json* v = o.Take("embedding_init_std")) {
@@ -660,8 +739,8 @@ void Importer::Model(const json& j, const std::string& path) {
   }
   if (const json* v = o.Take("block_overrides")) {
     if (!v->is_object()) {
-      Refuse(o.At("block_overrides"), fmt::format("expected an object of layer -> block, got {}",
-                                                  v->dump()));
+      Refuse(o.At("block_overrides"),
+             fmt::format("expected an object of layer -> block, got {}", v->dump()));
     } else {
       for (auto it = v->begin(); it != v->end(); ++it) {
         const std::string lp = o.At("block_overrides." + it.key());
@@ -686,7 +765,8 @@ void Importer::Model(const json& j, const std::string& path) {
     const std::string hcls = Dispatch(*v, hp, Role::kLmHead);
     if (!hcls.empty()) {
       Obj h(*this, *v, hp, hcls);
-      h.Allow("name", {"default"}, "replica's LM head is a plain linear layer after the final norm");
+      h.Allow("name", {"default"},
+              "replica's LM head is a plain linear layer after the final norm");
       h.Allow("bias", {false}, "replica's LM head has no bias");
       h.Allow("dtype", {"float32"}, "replica keeps fp32 parameters");
       h.Ignore("loss_implementation", kKernel);
@@ -708,11 +788,15 @@ void Importer::Model(const json& j, const std::string& path) {
 // (the same tokenizer as dolma2 under another name); v3-small-ppl-validation under
 // "dolma2-tokenizer"; every other mix under the tokenizer's identifier.
 std::string MixTokenizerDir(const std::string& mix, const std::string& identifier) {
-  static const std::set<std::string> dolma3 = {
-      "OLMo-mix-0625-official", "OLMo-mix-0925-official", "OLMo-midtraining-mix-0725-100B",
-      "OLMo-midtraining-mix-0925-ingredient1-100B", "OLMo-midtraining-mix-0925-ingredient2-100B",
-      "OLMo-midtraining-mix-1025-100B", "OLMo-longmino-mix-0625", "OLMo-longmino-mix-0925",
-      "OLMo-longcontext-mix-1025-100B"};
+  static const std::set<std::string> dolma3 = {"OLMo-mix-0625-official",
+                                               "OLMo-mix-0925-official",
+                                               "OLMo-midtraining-mix-0725-100B",
+                                               "OLMo-midtraining-mix-0925-ingredient1-100B",
+                                               "OLMo-midtraining-mix-0925-ingredient2-100B",
+                                               "OLMo-midtraining-mix-1025-100B",
+                                               "OLMo-longmino-mix-0625",
+                                               "OLMo-longmino-mix-0925",
+                                               "OLMo-longcontext-mix-1025-100B"};
   if (identifier == "allenai/dolma2-tokenizer") {
     if (dolma3.count(mix)) return "allenai/dolma3-tokenizer";
     if (mix == "v3-small-ppl-validation") return "dolma2-tokenizer";
@@ -739,12 +823,14 @@ std::string Importer::MapPath(const std::string& p) const {
 std::vector<std::string> Importer::ResolveMix(const std::string& mix, const std::string& mix_path,
                                               const std::string& base_dir) {
   std::string file = opt_.mix_file;
-  if (file.empty() && !opt_.mix_dir.empty()) file = (fs::path(opt_.mix_dir) / (mix + ".txt")).string();
+  if (file.empty() && !opt_.mix_dir.empty())
+    file = (fs::path(opt_.mix_dir) / (mix + ".txt")).string();
   if (file.empty()) {
-    Unresolved(mix_path, fmt::format("the file list of mix '{}' is in OLMo-core's "
-                                     "src/olmo_core/data/mixes/{}.txt: give --mix-dir or "
-                                     "--mix-file (or --data-paths data_paths.txt)",
-                                     mix, mix),
+    Unresolved(mix_path,
+               fmt::format("the file list of mix '{}' is in OLMo-core's "
+                           "src/olmo_core/data/mixes/{}.txt: give --mix-dir or "
+                           "--mix-file (or --data-paths data_paths.txt)",
+                           mix, mix),
                "data.paths");
     return {};
   }
@@ -771,7 +857,8 @@ std::vector<std::string> Importer::ResolveMix(const std::string& mix, const std:
     paths.push_back(MapPath(base + p));
   }
   Require(!paths.empty(), "{}: no paths in mix file", file);
-  mix_label_ = fmt::format("mix {} ({} files, {} with {{TOKENIZER}} = {})", mix, paths.size(), file, tok);
+  mix_label_ =
+      fmt::format("mix {} ({} files, {} with {{TOKENIZER}} = {})", mix, paths.size(), file, tok);
   return paths;
 }
 
@@ -795,16 +882,21 @@ void Importer::Dataset(const json& j, const std::string& path) {
     o.Allow("name", {"fsl"}, "replica reads concatenate-and-chunk (fsl) datasets only");
   if (ShortClass(cls) == "NumpyPackedFSLDatasetConfig") {
     // Refused as a whole; its other fields are still read so that a plan can show the rest.
-    Refuse(path, "NumpyPackedFSLDatasetConfig: packing documents into instances is not "
-                 "implemented in replica (its instances are the concatenate-and-chunk "
-                 "NumpyFSLDataset's)");
+    Refuse(path,
+           "NumpyPackedFSLDatasetConfig: packing documents into instances is not "
+           "implemented in replica (its instances are the concatenate-and-chunk "
+           "NumpyFSLDataset's)");
     for (const char* k : {"source_group_size", "source_permutation_seed", "long_doc_strategy"})
       o.Ignore(k, "part of the document packing refused above");
   }
-  if (const json* v = o.Take("tokenizer")) Tokenizer(*v, o.At("tokenizer"));
-  else Refuse(o.At("tokenizer"), "missing");
-  if (auto v = o.Int("sequence_length")) r_.seq_len.Set(*v, o.At("sequence_length"));
-  else Refuse(o.At("sequence_length"), "missing");
+  if (const json* v = o.Take("tokenizer"))
+    Tokenizer(*v, o.At("tokenizer"));
+  else
+    Refuse(o.At("tokenizer"), "missing");
+  if (auto v = o.Int("sequence_length"))
+    r_.seq_len.Set(*v, o.At("sequence_length"));
+  else
+    Refuse(o.At("sequence_length"), "missing");
   if (auto v = o.Int("max_target_sequence_length")) {
     r_.max_target_seq_len.Set(*v, o.At("max_target_sequence_length"));
     if (r_.seq_len.set && *v != r_.seq_len.value)
@@ -814,16 +906,19 @@ void Importer::Dataset(const json& j, const std::string& path) {
                          *v, r_.seq_len.value));
   }
   if (auto v = o.Str("dtype")) {
-    if (*v == "uint32" || *v == "uint16") r_.dtype.Set(*v, o.At("dtype"));
-    else Refuse(o.At("dtype"), fmt::format("'{}': replica reads uint16 or uint32 token files", *v));
+    if (*v == "uint32" || *v == "uint16")
+      r_.dtype.Set(*v, o.At("dtype"));
+    else
+      Refuse(o.At("dtype"), fmt::format("'{}': replica reads uint16 or uint32 token files", *v));
   }
   o.Allow("generate_doc_lengths", {false},
           "intra-document masking (attention limited to each document) is not implemented in "
           "replica");
   o.Allow("instance_filter_config", {}, "replica does not mask repetitive instances");
   o.Allow("label_mask_paths", {}, "replica has no per-token label masks");
-  o.Allow("source_mixture_config", {}, "OLMo-core's source mixtures are not mapped; give the "
-                                        "run's data_paths.txt (--data-paths) instead");
+  o.Allow("source_mixture_config", {},
+          "OLMo-core's source mixtures are not mapped; give the "
+          "run's data_paths.txt (--data-paths) instead");
   o.Ignore("metadata", "per-file metadata attached to instances; not used in training");
   o.Ignore("include_instance_metadata", "instance metadata is not used in training");
   o.Ignore("work_dir", "OLMo-core's cache directory");
@@ -846,21 +941,25 @@ void Importer::Dataset(const json& j, const std::string& path) {
                                      r_.data_paths.size(), mix ? o.At("mix") : o.At("paths"));
   } else if (mix) {
     r_.data_paths = ResolveMix(*mix, o.At("mix"), MapPath(base.value_or("")));
-    if (!r_.data_paths.empty()) r_.data_paths_from = o.At("mix") + ", " + o.At("mix_base_dir") + ": " + mix_label_;
+    if (!r_.data_paths.empty())
+      r_.data_paths_from = o.At("mix") + ", " + o.At("mix_base_dir") + ": " + mix_label_;
   } else if (paths) {
     if (!paths->is_array()) {
       Refuse(o.At("paths"), fmt::format("expected a list of paths, got {}", paths->dump()));
     } else {
       for (const json& p : *paths) {
-        if (p.is_string()) r_.data_paths.push_back(MapPath(p.get<std::string>()));
-        else Refuse(o.At("paths"), fmt::format("expected strings, got {}", p.dump()));
+        if (p.is_string())
+          r_.data_paths.push_back(MapPath(p.get<std::string>()));
+        else
+          Refuse(o.At("paths"), fmt::format("expected strings, got {}", p.dump()));
       }
       r_.data_paths_from = o.At("paths");
       if (!expand_glob) {
         for (const std::string& p : r_.data_paths)
           if (p.find_first_of("*?[") != std::string::npos)
             Refuse(o.At("paths"), fmt::format("'{}' contains glob characters but expand_glob is "
-                                              "false; replica would expand it", p));
+                                              "false; replica would expand it",
+                                              p));
       }
     }
   } else {
@@ -870,8 +969,10 @@ void Importer::Dataset(const json& j, const std::string& path) {
   bool local = !r_.data_paths.empty();
   for (const std::string& p : r_.data_paths) {
     if (p.find("://") != std::string::npos) {
-      Unresolved(r_.data_paths_from, fmt::format("'{}' is not a local path: map its prefix with "
-                                                 "--path-map PREFIX=DIR", p),
+      Unresolved(r_.data_paths_from,
+                 fmt::format("'{}' is not a local path: map its prefix with "
+                             "--path-map PREFIX=DIR",
+                             p),
                  "data.paths");
       local = false;
       break;
@@ -885,12 +986,17 @@ void Importer::DataLoader(const json& j, const std::string& path) {
   const std::string cls = Dispatch(j, path, Role::kDataLoader);
   if (cls.empty()) return;
   Obj o(*this, j, path, cls);
-  if (auto v = o.Int("global_batch_size")) r_.global_batch_tokens.Set(*v, o.At("global_batch_size"));
-  else Refuse(o.At("global_batch_size"), "missing");
-  if (auto v = o.Int("seed")) r_.data_seed.Set(*v, o.At("seed"));
-  else Refuse(o.At("seed"), "missing");
-  const char* workers = "loader workers take whole batches round-robin; the order does not depend "
-                        "on them";
+  if (auto v = o.Int("global_batch_size"))
+    r_.global_batch_tokens.Set(*v, o.At("global_batch_size"));
+  else
+    Refuse(o.At("global_batch_size"), "missing");
+  if (auto v = o.Int("seed"))
+    r_.data_seed.Set(*v, o.At("seed"));
+  else
+    Refuse(o.At("seed"), "missing");
+  const char* workers =
+      "loader workers take whole batches round-robin; the order does not depend "
+      "on them";
   o.Ignore("num_workers", workers);
   o.Ignore("num_threads", workers);
   o.Ignore("prefetch_factor", workers);
@@ -920,23 +1026,29 @@ void Importer::ReadSchedule(const json& j, const std::string& path) {
     std::optional<int64_t> w = o.Int("warmup");
     std::optional<int64_t> ws = o.Int("warmup_steps");  // the older spelling
     if (w && ws) Refuse(o.At("warmup_steps"), "both 'warmup' and the older 'warmup_steps' are set");
-    if (w) s.warmup.Set(*w, o.At("warmup"));
-    else if (ws) s.warmup.Set(*ws, o.At("warmup_steps"));
+    if (w)
+      s.warmup.Set(*w, o.At("warmup"));
+    else if (ws)
+      s.warmup.Set(*ws, o.At("warmup_steps"));
     if (auto f = o.Num("warmup_fraction")) s.warmup_fraction.Set(*f, o.At("warmup_fraction"));
     if (s.warmup.set == s.warmup_fraction.set)
       Refuse(path, "give exactly one of 'warmup' and 'warmup_fraction' (as OLMo-core requires)");
     if (auto v = o.Num("warmup_min_lr")) s.warmup_min_lr.Set(*v, o.At("warmup_min_lr"));
   }
   if (name == "CosWithWarmup" || name == "HalfCosWithWarmup" || name == "LinearWithWarmup") {
-    if (auto v = o.Num("alpha_f")) s.alpha_f.Set(*v, o.At("alpha_f"));
-    else s.alpha_f.Set(0.1, path + " (alpha_f default 0.1)");
+    if (auto v = o.Num("alpha_f"))
+      s.alpha_f.Set(*v, o.At("alpha_f"));
+    else
+      s.alpha_f.Set(0.1, path + " (alpha_f default 0.1)");
     if (auto v = o.Int("t_max")) s.t_max.Set(*v, o.At("t_max"));
   }
   if (name == "WSD") {
     std::optional<int64_t> d = o.Int("decay");
     std::optional<int64_t> ds = o.Int("decay_steps");
-    if (d) s.decay.Set(*d, o.At("decay"));
-    else if (ds) s.decay.Set(*ds, o.At("decay_steps"));
+    if (d)
+      s.decay.Set(*d, o.At("decay"));
+    else if (ds)
+      s.decay.Set(*ds, o.At("decay_steps"));
     if (auto f = o.Num("decay_fraction")) s.decay_fraction.Set(*f, o.At("decay_fraction"));
     if (s.decay.set && s.decay_fraction.set)
       Refuse(o.At("decay_fraction"), "give exactly one of 'decay' and 'decay_fraction'");
@@ -995,7 +1107,8 @@ void Importer::Optim(const json& j, const std::string& path) {
   if (const json* b = o.Take("betas")) {
     if (b->is_array() && b->size() == 2 && (*b)[0].is_number() && (*b)[1].is_number())
       r_.betas.Set({(*b)[0].get<double>(), (*b)[1].get<double>()}, o.At("betas"));
-    else Refuse(o.At("betas"), fmt::format("expected [beta1, beta2], got {}", b->dump()));
+    else
+      Refuse(o.At("betas"), fmt::format("expected [beta1, beta2], got {}", b->dump()));
   } else {
     r_.betas.Set({0.9, 0.999}, o.At("betas") + " (default)");
   }
@@ -1010,8 +1123,9 @@ void Importer::Optim(const json& j, const std::string& path) {
   o.Ignore("foreach", kKernel);
   o.Ignore("fused", kKernel);
   o.Ignore("compile", kKernel);
-  o.Ignore("fixed_fields", "which fields a checkpoint may not override; replica's optim.lr always "
-                           "comes from the config");
+  o.Ignore("fixed_fields",
+           "which fields a checkpoint may not override; replica's optim.lr always "
+           "comes from the config");
   std::vector<std::string> no_decay;
   if (const json* g = o.Take("group_overrides")) {
     if (!g->is_array()) {
@@ -1034,8 +1148,8 @@ void Importer::Optim(const json& j, const std::string& path) {
           Refuse(go.At("params"), "expected a list of parameter names");
         } else {
           for (const json& p : *params) {
-            auto names = p.is_string() ? HfNames(p.get<std::string>(), r_.n_layers.value)
-                                       : std::nullopt;
+            auto names =
+                p.is_string() ? HfNames(p.get<std::string>(), r_.n_layers.value) : std::nullopt;
             if (!names) {
               Refuse(go.At("params"), fmt::format("{}: not a parameter name replica knows "
                                                   "(embeddings.weight, lm_head.w_out.weight, "
@@ -1085,15 +1199,23 @@ void Importer::TrainModule(const json& j, const std::string& path) {
   const std::string cls = Dispatch(j, path, Role::kTrainModule);
   if (cls.empty()) return;
   Obj o(*this, j, path, cls);
-  if (auto v = o.Int("rank_microbatch_size")) r_.rank_microbatch_tokens.Set(*v, o.At("rank_microbatch_size"));
-  if (auto v = o.Int("max_sequence_length")) r_.max_sequence_length.Set(*v, o.At("max_sequence_length"));
-  if (const json* v = o.Take("optim")) Optim(*v, o.At("optim"));
-  else Refuse(o.At("optim"), "missing");
-  if (auto v = o.Num("max_grad_norm")) r_.max_grad_norm.Set(*v, o.At("max_grad_norm"));
-  else r_.max_grad_norm.Set(0, o.At("max_grad_norm") + " (absent: no clipping)");
+  if (auto v = o.Int("rank_microbatch_size"))
+    r_.rank_microbatch_tokens.Set(*v, o.At("rank_microbatch_size"));
+  if (auto v = o.Int("max_sequence_length"))
+    r_.max_sequence_length.Set(*v, o.At("max_sequence_length"));
+  if (const json* v = o.Take("optim"))
+    Optim(*v, o.At("optim"));
+  else
+    Refuse(o.At("optim"), "missing");
+  if (auto v = o.Num("max_grad_norm"))
+    r_.max_grad_norm.Set(*v, o.At("max_grad_norm"));
+  else
+    r_.max_grad_norm.Set(0, o.At("max_grad_norm") + " (absent: no clipping)");
   if (const json* v = o.Take("scheduler")) ReadSchedule(*v, o.At("scheduler"));
-  if (auto v = o.Num("z_loss_multiplier")) r_.z_loss.Set(*v, o.At("z_loss_multiplier"));
-  else r_.z_loss.Set(0, o.At("z_loss_multiplier") + " (absent: no z-loss)");
+  if (auto v = o.Num("z_loss_multiplier"))
+    r_.z_loss.Set(*v, o.At("z_loss_multiplier"));
+  else
+    r_.z_loss.Set(0, o.At("z_loss_multiplier") + " (absent: no z-loss)");
   o.Ignore("compile_model", kKernel);
   o.Ignore("fused_loss", kKernel);
   o.Ignore("compile_loss", kKernel);
@@ -1101,7 +1223,8 @@ void Importer::TrainModule(const json& j, const std::string& path) {
   if (const json* v = o.Take("dp_config")) DataParallel(*v, o.At("dp_config"));
   for (const char* k : {"tp_config", "cp_config", "pp_config", "ep_config"})
     if (const json* v = o.Take(k)) Dispatch(*v, o.At(k), Role::kOtherParallel);
-  if (const json* v = o.Take("ac_config")) Dispatch(*v, o.At("ac_config"), Role::kActivationCheckpointing);
+  if (const json* v = o.Take("ac_config"))
+    Dispatch(*v, o.At("ac_config"), Role::kActivationCheckpointing);
   if (const json* v = o.Take("autocast_precision")) {
     if (*v != "float32") Ignored(o.At("autocast_precision"), kPrecision);
   }
@@ -1164,22 +1287,28 @@ void Importer::Trainer(const json& j, const std::string& path) {
   o.Ignore("bookkeeping_soft_timeout", "logging thread");
   o.Ignore("no_checkpoints", "replica always checkpoints at the end");
   o.Ignore("no_evals", "evaluation does not change training");
-  if (const json* v = o.Take("checkpointer")) Dispatch(*v, o.At("checkpointer"), Role::kCheckpointer);
+  if (const json* v = o.Take("checkpointer"))
+    Dispatch(*v, o.At("checkpointer"), Role::kCheckpointer);
   if (auto v = o.Str("load_path")) r_.load_path.Set(*v, o.At("load_path"));
   if (auto v = o.Str("load_strategy")) {
-    if (*v == "never") r_.load_never = true;
+    if (*v == "never")
+      r_.load_never = true;
     else if (*v != "always" && *v != "if_available")
-      Refuse(o.At("load_strategy"), fmt::format("'{}': expected always, if_available or never", *v));
+      Refuse(o.At("load_strategy"),
+             fmt::format("'{}': expected always, if_available or never", *v));
   }
-  if (auto v = o.Bool("load_trainer_state")) r_.load_trainer_state.Set(*v, o.At("load_trainer_state"));
+  if (auto v = o.Bool("load_trainer_state"))
+    r_.load_trainer_state.Set(*v, o.At("load_trainer_state"));
   if (auto v = o.Bool("load_optim_state")) r_.load_optim_state.Set(*v, o.At("load_optim_state"));
-  if (const json* v = o.Take("max_duration")) r_.max_duration = ReadDuration(*v, o.At("max_duration"));
-  else Refuse(o.At("max_duration"), "missing");
+  if (const json* v = o.Take("max_duration"))
+    r_.max_duration = ReadDuration(*v, o.At("max_duration"));
+  else
+    Refuse(o.At("max_duration"), "missing");
   if (const json* v = o.Take("hard_stop")) r_.hard_stop = ReadDuration(*v, o.At("hard_stop"));
   if (const json* cbs = o.Take("callbacks")) {
     if (!cbs->is_object()) {
-      Refuse(o.At("callbacks"), fmt::format("expected an object of name -> callback, got {}",
-                                            cbs->dump()));
+      Refuse(o.At("callbacks"),
+             fmt::format("expected an object of name -> callback, got {}", cbs->dump()));
     } else {
       for (auto it = cbs->begin(); it != cbs->end(); ++it)
         Callback(*it, o.At("callbacks." + it.key()));
@@ -1215,9 +1344,7 @@ std::string Importer::EmitYaml() {
   auto add = [&](std::string key, std::string value, std::string from) {
     lines.push_back({std::move(key), std::move(value), std::move(from)});
   };
-  auto src = [](const auto& s, const std::string& fallback) {
-    return s.set ? s.path : fallback;
-  };
+  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // model
   const bool have_model = r_.block && r_.d_model.set && r_.vocab_size.set && r_.n_layers.set &&
@@ -1232,8 +1359,9 @@ std::string Importer::EmitYaml() {
     }
     for (const auto& [l, ob] : r_.overrides) {
       if (ob.canonical != b.canonical)
-        Refuse(ob.path, "differs from model.block in more than RoPE scaling; replica's layers "
-                        "share one shape");
+        Refuse(ob.path,
+               "differs from model.block in more than RoPE scaling; replica's layers "
+               "share one shape");
       if (!ob.rope_scaling_class.empty())
         Refuse(ob.rope_scaling_path,
                fmt::format("{} on layer {}: replica's ModelConfig has no RoPE scaling on this "
@@ -1273,7 +1401,8 @@ std::string Importer::EmitYaml() {
         std::to_string(b.head_dim.set ? b.head_dim.value : r_.d_model.value / b.n_heads.value),
         b.head_dim.set ? b.head_dim.path : "d_model / n_heads (head_dim absent)");
     const double eps = b.norm_eps.set ? b.norm_eps.value : 1e-5;
-    for (const Src<double>* other : {&b.qk_norm_eps, static_cast<const Src<double>*>(&r_.final_norm_eps)})
+    for (const Src<double>* other :
+         {&b.qk_norm_eps, static_cast<const Src<double>*>(&r_.final_norm_eps)})
       if (other->set && other->value != eps)
         Refuse(other->path, fmt::format("{} differs from the block norm eps {}: replica has one "
                                         "rms_norm_eps",
@@ -1284,7 +1413,8 @@ std::string Importer::EmitYaml() {
     add("model.sliding_window", window > 0 ? std::to_string(window) : "null", window_from);
     std::string types = "[";
     for (int64_t l = 0; l < L; ++l)
-      types += std::string(l ? ", " : "") + (windows[l] < 0 ? "full_attention" : "sliding_attention");
+      types +=
+          std::string(l ? ", " : "") + (windows[l] < 0 ? "full_attention" : "sliding_attention");
     add("model.layer_types", types + "]",
         window > 0 ? window_from + " (pattern, force_full_attention_on_first/last_layer)"
                    : "no sliding window");
@@ -1308,10 +1438,11 @@ std::string Importer::EmitYaml() {
   if (r_.load_path.set && !r_.load_never) {
     const std::string local = MapPath(r_.load_path.value);
     if (local.find("://") != std::string::npos) {
-      Unresolved(r_.load_path.path, fmt::format("'{}' is not local: download it and map it with "
-                                                "--path-map PREFIX=DIR (or --set "
-                                                "init.from_checkpoint=DIR)",
-                                                r_.load_path.value),
+      Unresolved(r_.load_path.path,
+                 fmt::format("'{}' is not local: download it and map it with "
+                             "--path-map PREFIX=DIR (or --set "
+                             "init.from_checkpoint=DIR)",
+                             r_.load_path.value),
                  "init.from_checkpoint");
       add("init.from_checkpoint", "\"\"", r_.load_path.path + " (not local)");
     } else {
@@ -1319,15 +1450,18 @@ std::string Importer::EmitYaml() {
     }
     add("init.reset_step", r_.load_trainer_state.value ? "false" : "true",
         src(r_.load_trainer_state, "trainer.load_trainer_state (absent: true)"));
-    add("init.load_optimizer", r_.load_optim_state.set && !r_.load_optim_state.value ? "false" : "true",
+    add("init.load_optimizer",
+        r_.load_optim_state.set && !r_.load_optim_state.value ? "false" : "true",
         src(r_.load_optim_state, "trainer.load_optim_state (absent: true)"));
   }
 
   // data
   {
     std::string list = "[";
-    for (size_t i = 0; i < r_.data_paths.size(); ++i) list += (i ? ", " : "") + Quote(r_.data_paths[i]);
-    add("data.paths", list + "]", r_.data_paths.empty() ? "not resolved (see the header)" : r_.data_paths_from);
+    for (size_t i = 0; i < r_.data_paths.size(); ++i)
+      list += (i ? ", " : "") + Quote(r_.data_paths[i]);
+    add("data.paths", list + "]",
+        r_.data_paths.empty() ? "not resolved (see the header)" : r_.data_paths_from);
   }
   if (r_.seq_len.set) add("data.seq_len", std::to_string(r_.seq_len.value), r_.seq_len.path);
   if (r_.data_seed.set) add("data.seed", std::to_string(r_.data_seed.value), r_.data_seed.path);
@@ -1413,9 +1547,10 @@ std::string Importer::EmitYaml() {
       micro_from = fmt::format("{} / {} (micro-batching does not change the math)",
                                r_.rank_microbatch_tokens.path, r_.seq_len.path);
     } else {
-      micro_from = fmt::format("{} / {} = {} does not divide the global batch; 1 instead "
-                               "(micro-batching does not change the math)",
-                               r_.rank_microbatch_tokens.path, r_.seq_len.path, m);
+      micro_from = fmt::format(
+          "{} / {} = {} does not divide the global batch; 1 instead "
+          "(micro-batching does not change the math)",
+          r_.rank_microbatch_tokens.path, r_.seq_len.path, m);
     }
   }
   add("train.micro_batch_instances", std::to_string(micro), micro_from);
@@ -1424,11 +1559,13 @@ std::string Importer::EmitYaml() {
       r_.skip_step ? "train_module.optim._CLASS_ (SkipStepAdamWConfig)"
                    : "train_module.optim._CLASS_ (AdamWConfig: no skipping)");
   if (r_.skip_step) {
-    add("train.skip_step.window", std::to_string(r_.rolling_interval.value), r_.rolling_interval.path);
+    add("train.skip_step.window", std::to_string(r_.rolling_interval.value),
+        r_.rolling_interval.path);
     const int64_t min_history = r_.rolling_interval.value / 2;
     if (min_history < 3)
-      Refuse(r_.rolling_interval.path, "rolling_interval_length // 2 must be at least 3 "
-                                       "(replica needs two previous values for a std)");
+      Refuse(r_.rolling_interval.path,
+             "rolling_interval_length // 2 must be at least 3 "
+             "(replica needs two previous values for a std)");
     add("train.skip_step.min_history", std::to_string(min_history),
         r_.rolling_interval.path + " // 2");
     add("train.skip_step.sigma", Num(r_.sigma.value), r_.sigma.path);
@@ -1442,7 +1579,8 @@ std::string Importer::EmitYaml() {
     add("optim.eps", Num(r_.eps.value), r_.eps.path);
     add("optim.weight_decay", Num(r_.weight_decay.value), r_.weight_decay.path);
     std::string nd = "[";
-    for (size_t i = 0; i < r_.no_decay.value.size(); ++i) nd += (i ? ", " : "") + Quote(r_.no_decay.value[i]);
+    for (size_t i = 0; i < r_.no_decay.value.size(); ++i)
+      nd += (i ? ", " : "") + Quote(r_.no_decay.value[i]);
     add("optim.no_decay", nd + "]", r_.no_decay.path + " (weight_decay 0)");
   }
   add("optim.max_grad_norm", Num(r_.max_grad_norm.value), r_.max_grad_norm.path);
@@ -1481,7 +1619,8 @@ std::string Importer::EmitYaml() {
         add("optim.schedule.decay_steps", std::to_string(s.decay.value), s.decay.path);
       } else if (st_max > 0) {
         const double f = s.decay_fraction.set ? s.decay_fraction.value : 0.1;
-        add("optim.schedule.decay_steps", std::to_string(RoundHalfEven(static_cast<double>(st_max) * f)),
+        add("optim.schedule.decay_steps",
+            std::to_string(RoundHalfEven(static_cast<double>(st_max) * f)),
             fmt::format("round(t_max * {})", s.decay_fraction.set ? s.decay_fraction.path
                                                                   : "decay_fraction default 0.1"));
       }
@@ -1500,11 +1639,13 @@ std::string Importer::EmitYaml() {
   // Render: nested sections, the JSON path as a comment beside each key.
   std::string yaml;
   yaml += fmt::format("# replica run config imported from the OLMo-core config {}\n", source_);
-  yaml += "# (`replica import-config`; docs/olmo-core.md). Beside each key: the JSON path it came "
-          "from.\n";
+  yaml +=
+      "# (`replica import-config`; docs/olmo-core.md). Beside each key: the JSON path it came "
+      "from.\n";
   if (!out_.ignored.empty()) {
     yaml += "#\n# Ignored (no effect on replica's training math):\n";
-    for (const ImportNote& n : out_.ignored) yaml += fmt::format("#   {}: {}\n", n.json_path, n.reason);
+    for (const ImportNote& n : out_.ignored)
+      yaml += fmt::format("#   {}: {}\n", n.json_path, n.reason);
   }
   if (!out_.unresolved.empty()) {
     yaml += "#\n# Needed before training:\n";
@@ -1513,7 +1654,8 @@ std::string Importer::EmitYaml() {
   }
   if (!out_.refused.empty()) {
     yaml += "#\n# NOT REPRODUCED (refused; replica would train something else):\n";
-    for (const ImportNote& n : out_.refused) yaml += fmt::format("#   {}: {}\n", n.json_path, n.reason);
+    for (const ImportNote& n : out_.refused)
+      yaml += fmt::format("#   {}: {}\n", n.json_path, n.reason);
   }
   std::vector<std::string> open;
   for (const Line& l : lines) {
@@ -1546,11 +1688,13 @@ OlmoCoreImport Importer::Run(const json& root) {
   out_.yaml = EmitYaml();
   out_.data_paths = r_.data_resolved ? r_.data_paths : std::vector<std::string>{};
   out_.seq_len = r_.seq_len.value;
-  out_.dtype = r_.dtype.set ? r_.dtype.value
-                            : (r_.tok_vocab.set && r_.tok_vocab.value > 65536 ? "uint32" : "uint16");
+  out_.dtype = r_.dtype.set
+                   ? r_.dtype.value
+                   : (r_.tok_vocab.set && r_.tok_vocab.value > 65536 ? "uint32" : "uint16");
   out_.seed = static_cast<uint64_t>(std::max<int64_t>(0, r_.data_seed.value));
   if (r_.seq_len.value > 0 && r_.global_batch_tokens.value % r_.seq_len.value == 0)
-    out_.global_batch_instances = static_cast<uint64_t>(r_.global_batch_tokens.value / r_.seq_len.value);
+    out_.global_batch_instances =
+        static_cast<uint64_t>(r_.global_batch_tokens.value / r_.seq_len.value);
   out_.tokenizer_vocab_size = static_cast<uint64_t>(std::max<int64_t>(0, r_.tok_vocab.value));
   out_.eos_token_id = r_.eos_id.set ? r_.eos_id.value : -1;
   out_.pad_token_id = r_.pad_id.set ? r_.pad_id.value : -1;
@@ -1609,9 +1753,10 @@ RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>&
   if (im.needs_max_steps) {
     bool given = false;
     for (const std::string& o : overrides) given = given || o.rfind("train.max_steps=", 0) == 0;
-    Require(given, "{}: the run stops after a number of epochs but the dataset is not available "
-                   "to count its batches: map the data (--mix-dir, --data-paths, --path-map) or "
-                   "give --set train.max_steps=N",
+    Require(given,
+            "{}: the run stops after a number of epochs but the dataset is not available "
+            "to count its batches: map the data (--mix-dir, --data-paths, --path-map) or "
+            "give --set train.max_steps=N",
             path);
   }
   if (options.for_training) {

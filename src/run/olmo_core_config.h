@@ -18,9 +18,8 @@
 //     from a local mix file, or the dataset's paths are taken as they are, or data_paths.txt (the
 //     run's file list, in order) replaces them; --path-map prefixes make remote paths local.
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -44,11 +43,11 @@ struct ImportNote {
 };
 
 struct OlmoCoreImport {
-  std::string yaml;                     // replica YAML, JSON path beside each key
-  std::vector<ImportNote> ignored;      // fields with no effect on replica's training math
-  std::vector<ImportNote> refused;      // fields replica cannot reproduce
-  std::vector<ImportNote> unresolved;   // needed to train, not to plan (local data, checkpoint)
-  bool needs_max_steps = false;         // hard stop in epochs and the dataset size is unknown
+  std::string yaml;                    // replica YAML, JSON path beside each key
+  std::vector<ImportNote> ignored;     // fields with no effect on replica's training math
+  std::vector<ImportNote> refused;     // fields replica cannot reproduce
+  std::vector<ImportNote> unresolved;  // needed to train, not to plan (local data, checkpoint)
+  bool needs_max_steps = false;        // hard stop in epochs and the dataset size is unknown
 
   // The dataset as OLMo-core reads it (for `replica data batch`).
   std::vector<std::string> data_paths;  // local token files, in order (empty: unresolved)

@@ -1,6 +1,8 @@
 // Batch lookup (data/batch_lookup.h): the instances it names for global batch b are the ones the
 // DataLoader feeds at step b + 1 (across an epoch boundary too), it reads only the files that hold
 // them, and the OLMo-core fingerprint follows NumpyDatasetBase.fingerprint's text.
+#include "data/batch_lookup.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 
 #include "core/checksum.h"
 #include "core/error.h"
-#include "data/batch_lookup.h"
 #include "data/fsl_dataset.h"
 #include "data/loader.h"
 #include "test_util.h"
@@ -48,8 +49,8 @@ BatchLookupOptions Options(const std::vector<std::string>& paths, uint64_t head)
 TEST(BatchLookup, EqualsWhatTheLoaderFeedsAtEveryStepAcrossEpochs) {
   ScratchDir dir("lookup-loader");
   const auto paths = MakeCorpus(dir);
-  auto ds = std::make_shared<NumpyFslDataset>(FslDatasetOptions{paths, kSeq, TokenDtype::kUint32,
-                                                                100278});
+  auto ds = std::make_shared<NumpyFslDataset>(
+      FslDatasetOptions{paths, kSeq, TokenDtype::kUint32, 100278});
   LoaderOptions lo;
   lo.seed = 34521;
   lo.global_batch_instances = 8;
@@ -101,8 +102,7 @@ TEST(BatchLookup, LateBatchReadsOnlyTheFilesItNeeds) {
     EXPECT_EQ(after.instances[i].head, before.instances[i].head);
   }
   EXPECT_EQ(after.files_opened, holding);
-  for (const auto& p : paths)
-    std::filesystem::permissions(p, std::filesystem::perms::owner_all);
+  for (const auto& p : paths) std::filesystem::permissions(p, std::filesystem::perms::owner_all);
 }
 
 TEST(BatchLookup, ErrorsNameTheFileOrTheBatch) {

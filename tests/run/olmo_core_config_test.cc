@@ -1,6 +1,8 @@
 // OLMo-core config.json import (run/olmo_core_config.h): the four official Olmo 3 stages in both
 // block spellings map to replica's own presets (same trajectory keys), refusals name their JSON
 // path, unknown classes are refused, and the YAML it writes loads to the same config.
+#include "run/olmo_core_config.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "run/olmo_core_config.h"
 #include "run/run_config.h"
 
 namespace replica {
@@ -45,8 +46,7 @@ TEST(OlmoCoreImport, Pretrain1IsTheStage1Preset) {
     const OlmoCoreImport im = ImportOlmoCoreConfig(Stage("pretrain-1", spelling), "p1", {});
     ASSERT_TRUE(im.refused.empty()) << testing::PrintToString(Paths(im.refused));
     const RunConfig c = FromImport(im);
-    EXPECT_EQ(TrajectoryDifferences(c, Preset("olmo3-7b-stage1.yaml")),
-              std::vector<std::string>{})
+    EXPECT_EQ(TrajectoryDifferences(c, Preset("olmo3-7b-stage1.yaml")), std::vector<std::string>{})
         << spelling;
     EXPECT_EQ(c.train.max_steps, 597046);
     EXPECT_EQ(c.optim.schedule.t_max, 1192093);  // ceil(5e12 / 4,194,304)
@@ -60,7 +60,8 @@ TEST(OlmoCoreImport, Pretrain1IsTheStage1Preset) {
 TEST(OlmoCoreImport, BothBlockSpellingsGiveTheSameConfig) {
   for (const char* stage : {"pretrain-1", "pretrain-2", "midtrain"}) {
     const std::vector<std::string> sets = {"train.max_steps=1413814"};
-    const RunConfig a = FromImport(ImportOlmoCoreConfig(Stage(stage, "sequence_mixer"), "a", {}), sets);
+    const RunConfig a =
+        FromImport(ImportOlmoCoreConfig(Stage(stage, "sequence_mixer"), "a", {}), sets);
     const RunConfig b = FromImport(ImportOlmoCoreConfig(Stage(stage, "attention"), "b", {}), sets);
     EXPECT_EQ(a.Canonical(), b.Canonical()) << stage;
   }
@@ -139,9 +140,13 @@ TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {
        "dataset.generate_doc_lengths"},
       {[](json& j) { j["dataset"]["max_target_sequence_length"] = 16384; },
        "dataset.max_target_sequence_length"},
-      {[](json& j) { j["train_module"]["optim"]["group_overrides"][0]["opts"] = {{"lr", 0.1}}; },
+      {[](json& j) {
+         j["train_module"]["optim"]["group_overrides"][0]["opts"] = {{"lr", 0.1}};
+       },
        "train_module.optim.group_overrides[0].opts"},
-      {[](json& j) { j["trainer"]["callbacks"]["mine"] = {{"_CLASS_", "my_lab.Callback"}}; },
+      {[](json& j) {
+         j["trainer"]["callbacks"]["mine"] = {{"_CLASS_", "my_lab.Callback"}};
+       },
        "trainer.callbacks.mine._CLASS_"},
       {[](json& j) { j["model"]["_CLASS_"] = "olmo_core.data.tokenizer.TokenizerConfig"; },
        "model._CLASS_"},
@@ -152,14 +157,14 @@ TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {
     json j = Stage("pretrain-1");
     c.edit(j);
     const OlmoCoreImport im = ImportOlmoCoreConfig(j, "edited", {});
-    EXPECT_TRUE(Has(im.refused, c.path)) << c.path << " not in "
-                                         << testing::PrintToString(Paths(im.refused));
+    EXPECT_TRUE(Has(im.refused, c.path))
+        << c.path << " not in " << testing::PrintToString(Paths(im.refused));
   }
 }
 
 TEST(OlmoCoreImport, YamlLoadsToTheSameConfigAsTheJson) {
-  const std::string dir = (fs::temp_directory_path() /
-                           ("replica-olmocore-" + std::to_string(::getpid()))).string();
+  const std::string dir =
+      (fs::temp_directory_path() / ("replica-olmocore-" + std::to_string(::getpid()))).string();
   fs::create_directories(dir);
   const std::string json_path = dir + "/config.json";
   WriteFileAtomic(json_path, Stage("midtrain").dump());
@@ -184,8 +189,8 @@ TEST(OlmoCoreImport, YamlLoadsToTheSameConfigAsTheJson) {
 }
 
 TEST(OlmoCoreImport, MixFilesPathMapsAndDataPaths) {
-  const std::string dir = (fs::temp_directory_path() /
-                           ("replica-olmocore-mix-" + std::to_string(::getpid()))).string();
+  const std::string dir =
+      (fs::temp_directory_path() / ("replica-olmocore-mix-" + std::to_string(::getpid()))).string();
   fs::create_directories(dir + "/mixes");
   WriteFileAtomic(dir + "/mixes/OLMo-mix-0625-official.txt",
                   "# comment\ncc,preprocessed/x/{TOKENIZER}/a/000000.npy\n\n"
@@ -194,10 +199,9 @@ TEST(OlmoCoreImport, MixFilesPathMapsAndDataPaths) {
   o.mix_dir = dir + "/mixes";
   o.path_map = {"/weka/oe-training-default/ai2-llm=/data/ai2"};
   const OlmoCoreImport im = ImportOlmoCoreConfig(Stage("pretrain-1"), "p1", o);
-  EXPECT_EQ(im.data_paths,
-            (std::vector<std::string>{
-                "/data/ai2/preprocessed/x/allenai/dolma3-tokenizer/a/000000.npy",
-                "/data/ai2/preprocessed/x/allenai/dolma3-tokenizer/a/000001.npy"}));
+  EXPECT_EQ(im.data_paths, (std::vector<std::string>{
+                               "/data/ai2/preprocessed/x/allenai/dolma3-tokenizer/a/000000.npy",
+                               "/data/ai2/preprocessed/x/allenai/dolma3-tokenizer/a/000001.npy"}));
   EXPECT_TRUE(im.unresolved.empty());
   // data_paths.txt replaces the mix, in its order.
   WriteFileAtomic(dir + "/data_paths.txt", "s3://ai2-llm/b.npy\ns3://ai2-llm/a.npy\n");
