@@ -39,7 +39,9 @@ std::vector<int32_t> ReadTokens(const std::string& path, TokenDtype dtype, uint6
   return out;
 }
 
-std::string PyOptional(int64_t v) { return v < 0 ? std::string("None") : std::to_string(v); }
+std::string PyOptional(int64_t v) {
+  return v < 0 ? std::string("None") : std::to_string(v);
+}
 
 }  // namespace
 

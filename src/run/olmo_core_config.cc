@@ -461,7 +461,9 @@ void Obj::Finish() {
   }
 }
 
-std::string ShortClass(const std::string& cls) { return cls.substr(cls.rfind('.') + 1); }
+std::string ShortClass(const std::string& cls) {
+  return cls.substr(cls.rfind('.') + 1);
+}
 
 std::string Importer::Dispatch(const json& j, const std::string& path, Role role) {
   if (!j.is_object() || !j.contains(kClassKey) || !j[kClassKey].is_string()) {
@@ -1324,7 +1326,9 @@ std::string Num(double v) {
   return s;
 }
 
-std::string Quote(const std::string& s) { return json(s).dump(); }
+std::string Quote(const std::string& s) {
+  return json(s).dump();
+}
 
 struct Line {
   std::string key, value, from;
@@ -1711,7 +1715,9 @@ std::string NotesText(const std::vector<ImportNote>& notes) {
 
 }  // namespace
 
-bool IsOlmoCoreConfig(const json& j) { return j.is_object() && j.contains(kClassKey); }
+bool IsOlmoCoreConfig(const json& j) {
+  return j.is_object() && j.contains(kClassKey);
+}
 
 OlmoCoreImport ImportOlmoCoreConfig(const json& j, const std::string& source,
                                     const OlmoCoreImportOptions& options) {

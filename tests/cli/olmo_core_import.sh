@@ -11,16 +11,14 @@
 #    dataset fingerprint, and for a late batch reads only the files that hold its instances.
 #   usage: olmo_core_import.sh <replica-binary> <repo-root>
 set -u
+. "$(dirname "$0")/lib.sh"
+cli_init
 BIN=$(realpath "$1")
 ROOT=$(realpath "$2")
 FIX="$ROOT/tests/data/olmo-core"
-PY=/usr/bin/python3
+PY=/usr/bin/python3  # numpy for str(np.uint32) in OLMo-core's fingerprint text
 [ -x "$PY" ] || PY=python3
-fail=0
-tmp=$(mktemp -d)
-trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
-export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=2
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi; }
+export OMP_NUM_THREADS=2
 
 # --- plan: each stage's config.json vs replica's preset and OLMo-core's formulas ---------------
 STEPS=1,1000,1999,2000,2001,100000,476838,597045,597046,597047,1000000,1192092,1192093,1413814,1668930,1668931,47683,47684
@@ -253,4 +251,4 @@ check "the late batch is unchanged when the other files' contents change" \
 check "data batch without the mix mapped exits 2 naming dataset.mix (rc $rc)" \
   '[ $rc -eq 2 ] && grep -q "dataset.mix" "$tmp/nomap.err"'
 
-exit $fail
+cli_finish

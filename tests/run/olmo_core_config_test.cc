@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "run/run_config.h"
+#include "testing/util.h"
 
 namespace replica {
 namespace {
@@ -106,13 +107,10 @@ TEST(OlmoCoreImport, LongContextRefusalsNameTheirPaths) {
     EXPECT_TRUE(Has(im.refused, "train_module.float8_config.enabled"));
     EXPECT_TRUE(Has(im.ignored, "train_module.cp_config"));
     EXPECT_EQ(im.refused.size(), 11u) << testing::PrintToString(Paths(im.refused));
-    try {
-      RequireNoRefusals(im, "lc.json");
-      FAIL() << "no error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("model.block_overrides.31." + mixer + ".rope.scaling"),
-                std::string::npos);
-    }
+    EXPECT_NE(test::ErrorOf([&] {
+                RequireNoRefusals(im, "lc.json");
+              }).find("model.block_overrides.31." + mixer + ".rope.scaling"),
+              std::string::npos);
   }
 }
 
@@ -163,9 +161,8 @@ TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {
 }
 
 TEST(OlmoCoreImport, YamlLoadsToTheSameConfigAsTheJson) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("replica-olmocore-" + std::to_string(::getpid()))).string();
-  fs::create_directories(dir);
+  const test::TempDir tmp("olmocore");
+  const std::string dir = tmp.str();
   const std::string json_path = dir + "/config.json";
   WriteFileAtomic(json_path, Stage("midtrain").dump());
   const RunConfig from_json = LoadRunConfig(json_path, {}, {});
@@ -178,19 +175,19 @@ TEST(OlmoCoreImport, YamlLoadsToTheSameConfigAsTheJson) {
   // For training, what is not local is an error naming it (and a --set of that key lifts it).
   OlmoCoreImportOptions train;
   train.for_training = true;
-  try {
-    LoadRunConfig(json_path, {}, train);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("trainer.load_path"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("dataset.mix"), std::string::npos) << e.what();
-  }
-  fs::remove_all(dir);
+  const std::string err = test::ErrorOf([&] { LoadRunConfig(json_path, {}, train); });
+  EXPECT_NE(err.find("trainer.load_path"), std::string::npos) << err;
+  EXPECT_NE(err.find("dataset.mix"), std::string::npos) << err;
+  // Giving the keys it would fill lifts it.
+  EXPECT_EQ(test::ErrorOf([&] {
+              LoadRunConfig(json_path, {"data.paths=/x.npy", "init.from_checkpoint=/ckpt"}, train);
+            }),
+            "<no error>");
 }
 
 TEST(OlmoCoreImport, MixFilesPathMapsAndDataPaths) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("replica-olmocore-mix-" + std::to_string(::getpid()))).string();
+  const test::TempDir tmp("olmocore-mix");
+  const std::string dir = tmp.str();
   fs::create_directories(dir + "/mixes");
   WriteFileAtomic(dir + "/mixes/OLMo-mix-0625-official.txt",
                   "# comment\ncc,preprocessed/x/{TOKENIZER}/a/000000.npy\n\n"
@@ -217,14 +214,9 @@ TEST(OlmoCoreImport, MixFilesPathMapsAndDataPaths) {
   // A mix line without {TOKENIZER} is an error naming file:line.
   WriteFileAtomic(dir + "/mixes/OLMo-mix-0625-official.txt", "cc,preprocessed/a.npy\n");
   o.data_paths_file.clear();
-  try {
-    ImportOlmoCoreConfig(Stage("pretrain-1"), "p1", o);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("OLMo-mix-0625-official.txt:1"), std::string::npos)
-        << e.what();
-  }
-  fs::remove_all(dir);
+  const std::string err =
+      test::ErrorOf([&] { ImportOlmoCoreConfig(Stage("pretrain-1"), "p1", o); });
+  EXPECT_NE(err.find("OLMo-mix-0625-official.txt:1"), std::string::npos) << err;
 }
 
 }  // namespace
