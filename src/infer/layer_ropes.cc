@@ -1,0 +1,28 @@
+#include "infer/layer_ropes.h"
+
+#include "core/error.h"
+
+namespace replica {
+
+LayerRopes::LayerRopes(const ModelConfig& config, int64_t max_positions)
+    : max_positions_(max_positions) {
+  Require(max_positions >= 1, "RoPE tables need at least one position (got {})", max_positions);
+  tables_.push_back(MakeRopeTable(max_positions, config.head_dim, config.rope_theta));
+  index_.assign(static_cast<size_t>(config.num_layers), 0);
+}
+
+void RopeRowInPlace(const RopeTable& table, int64_t pos, int64_t heads, float* x) {
+  const int64_t hd = table.head_dim, half = hd / 2;
+  const float* c = table.cos.data() + pos * half;
+  const float* s = table.sin.data() + pos * half;
+  for (int64_t h = 0; h < heads; ++h) {
+    float* r = x + h * hd;
+    for (int64_t j = 0; j < half; ++j) {
+      const float a = r[j], b = r[j + half];
+      r[j] = a * c[j] - b * s[j];
+      r[j + half] = b * c[j] + a * s[j];
+    }
+  }
+}
+
+}  // namespace replica
