@@ -7,8 +7,13 @@ namespace replica {
 LayerRopes::LayerRopes(const ModelConfig& config, int64_t max_positions)
     : max_positions_(max_positions) {
   Require(max_positions >= 1, "RoPE tables need at least one position (got {})", max_positions);
-  tables_.push_back(MakeRopeTable(max_positions, config.head_dim, config.rope_theta));
-  index_.assign(static_cast<size_t>(config.num_layers), 0);
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    const RopeParams& p = config.RopeFor(l);
+    size_t t = 0;
+    while (t < tables_.size() && !tables_[t].params.SameMath(p)) ++t;
+    if (t == tables_.size()) tables_.push_back(MakeRopeTable(max_positions, config.head_dim, p));
+    index_.push_back(t);
+  }
 }
 
 void RopeRowInPlace(const RopeTable& table, int64_t pos, int64_t heads, float* x) {

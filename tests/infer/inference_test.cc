@@ -90,7 +90,7 @@ TEST(MatVec, EqualsItsReferenceBitForBit) {
 
 // bf16-stored, memory-mapped, layer by layer == Olmo3Model on the same fp32 weights.
 TEST(InferenceModel, Bf16WeightsGiveTheTrainingForwardBitForBit) {
-  for (const std::string c : {"tiny-mha", "tiny-gqa"}) {
+  for (const std::string c : {"tiny-mha", "tiny-gqa", "tiny-yarn"}) {
     FlatBuffer rounded;
     ModelConfig config;
     test::TempDir tmp("infer");
@@ -148,8 +148,9 @@ double DecodeVsFullForward(InferenceModel& m, const std::vector<int32_t>& seq, i
 }
 
 TEST(Decoder, CachedStepsGiveTheFullForwardsLogitsAcrossTheWindow) {
-  // tiny-mha: W 16, T 48; tiny-gqa: W 7, T 40 (KV 2: GQA), bf16-stored and fp32-stored weights.
-  for (const std::string c : {"tiny-mha", "tiny-gqa"}) {
+  // tiny-mha: W 16, T 48; tiny-gqa: W 7, T 40 (KV 2: GQA); tiny-yarn: W 12, T 96, YaRN on the full
+  // layers with original context 32 (decoding runs past it); bf16-stored and fp32-stored weights.
+  for (const std::string c : {"tiny-mha", "tiny-gqa", "tiny-yarn"}) {
     const Fixture io = ReadIo(c);
     FlatBuffer rounded;
     ModelConfig config;
@@ -171,7 +172,7 @@ TEST(Decoder, CachedStepsGiveTheFullForwardsLogitsAcrossTheWindow) {
 }
 
 TEST(Decoder, GreedyNextTokensEqualTheFloat64ReferenceArgmax) {
-  for (const std::string c : {"tiny-mha", "tiny-gqa"}) {
+  for (const std::string c : {"tiny-mha", "tiny-gqa", "tiny-yarn"}) {
     const Fixture io = ReadIo(c);
     InferenceModel m(ModelWeights::Open(kData + c));
     // fp32 noise of these logits (README: fp32_reference_deviation.logits_max_abs ~1e-6); a top-2
