@@ -55,6 +55,16 @@ ConvertResult Export(const ConvertOptions& o) {
   FlatBuffer params(layout.total_floats());
   ckpt.LoadParams(layout, params);  // name, shape and dtype checks
 
+  // The tokenizer is resolved and checked before anything is written.
+  std::string tokenizer = o.tokenizer;
+  if (tokenizer == "auto") {
+    tokenizer = config.vocab_size >= static_cast<int64_t>(kDolma2VocabSize) ? "dolma2" : "none";
+  }
+  const Tokenizer* tok = tokenizer == "none" ? nullptr : &SharedTokenizer(tokenizer);
+  Require(!tok || static_cast<int64_t>(tok->vocab_size()) <= config.vocab_size,
+          "--tokenizer {}: {} ids do not fit the model's vocabulary of {}", tokenizer,
+          tok ? tok->vocab_size() : 0, config.vocab_size);
+
   HfCheckpointWriter writer(o.max_shard_bytes);
   for (const ParamView& v : layout.views())
     writer.AddF32(v.name, v.shape, params.data() + v.offset, o.dtype);
@@ -77,17 +87,9 @@ ConvertResult Export(const ConvertOptions& o) {
   if (config.pad_token_id >= 0) gen["pad_token_id"] = config.pad_token_id;
   WriteFileAtomic((fs::path(o.to) / "generation_config.json").string(), gen.dump(2) + "\n");
   r.files.push_back("generation_config.json");
-  std::string tokenizer = o.tokenizer;
-  if (tokenizer == "auto") {
-    tokenizer = config.vocab_size >= static_cast<int64_t>(kDolma2VocabSize) ? "dolma2" : "none";
-  }
-  if (tokenizer != "none") {
-    const Tokenizer& tok = SharedTokenizer(tokenizer);
-    Require(static_cast<int64_t>(tok.vocab_size()) <= config.vocab_size,
-            "--tokenizer {}: {} ids do not fit the model's vocabulary of {}", tokenizer,
-            tok.vocab_size(), config.vocab_size);
+  if (tok) {
     const int64_t max_len = config.max_position_embeddings > 0 ? config.max_position_embeddings : 8192;
-    for (const std::string& f : WriteHfTokenizerFiles(tok, o.to, max_len)) r.files.push_back(f);
+    for (const std::string& f : WriteHfTokenizerFiles(*tok, o.to, max_len)) r.files.push_back(f);
   }
   return r;
 }
