@@ -4,6 +4,9 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "tokenizer/tokenizer_dolma2.h"
+#include "tokenizer/tokenizer_hf_export.h"
+#include "tokenizer/tokenizer_registry.h"
 #include "hf/hf_checkpoint.h"
 #include "model/model_config.h"
 #include "checkpoint/format.h"
@@ -52,6 +55,16 @@ ConvertResult Export(const ConvertOptions& o) {
   FlatBuffer params(layout.total_floats());
   ckpt.LoadParams(layout, params);  // name, shape and dtype checks
 
+  // The tokenizer is resolved and checked before anything is written.
+  std::string tokenizer = o.tokenizer;
+  if (tokenizer == "auto") {
+    tokenizer = config.vocab_size >= static_cast<int64_t>(kDolma2VocabSize) ? "dolma2" : "none";
+  }
+  const Tokenizer* tok = tokenizer == "none" ? nullptr : &SharedTokenizer(tokenizer);
+  Require(!tok || static_cast<int64_t>(tok->vocab_size()) <= config.vocab_size,
+          "--tokenizer {}: {} ids do not fit the model's vocabulary of {}", tokenizer,
+          tok ? tok->vocab_size() : 0, config.vocab_size);
+
   HfCheckpointWriter writer(o.max_shard_bytes);
   for (const ParamView& v : layout.views())
     writer.AddF32(v.name, v.shape, params.data() + v.offset, o.dtype);
@@ -68,6 +81,16 @@ ConvertResult Export(const ConvertOptions& o) {
   hf["torch_dtype"] = o.dtype == DType::kBF16 ? "bfloat16" : "float32";
   WriteFileAtomic((fs::path(o.to) / kConfigFile).string(), hf.dump(2) + "\n");
   r.files.push_back(kConfigFile);
+  nlohmann::ordered_json gen = {{"_from_model_config", true}};
+  if (config.bos_token_id >= 0) gen["bos_token_id"] = config.bos_token_id;
+  if (config.eos_token_id >= 0) gen["eos_token_id"] = config.eos_token_id;
+  if (config.pad_token_id >= 0) gen["pad_token_id"] = config.pad_token_id;
+  WriteFileAtomic((fs::path(o.to) / "generation_config.json").string(), gen.dump(2) + "\n");
+  r.files.push_back("generation_config.json");
+  if (tok) {
+    const int64_t max_len = config.max_position_embeddings > 0 ? config.max_position_embeddings : 8192;
+    for (const std::string& f : WriteHfTokenizerFiles(*tok, o.to, max_len)) r.files.push_back(f);
+  }
   return r;
 }
 

@@ -4,9 +4,13 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "core/error.h"
+#include "data/token_files.h"
+#include "infer/inference_model.h"
+#include "infer/model_weights.h"
 #include "io/safetensors.h"
 #include "hf/hf_weights.h"
 #include "model/model_config.h"
@@ -176,6 +180,106 @@ ParityReport RunParity(const ParityOptions& o) {
 
   rep.pass = rep.kl_max <= o.max_kl && rep.top1_agreement >= o.min_top1 &&
              (!o.grads || *rep.grad_max_rel_err <= o.max_grad_rel);
+  return rep;
+}
+
+ParityReport RunParityAgainst(const ModelParityOptions& o) {
+  Require(o.batch >= 1 && o.seq_len >= 1, "parity: --batch {} and --seq-len {} must be >= 1",
+          o.batch, o.seq_len);
+  Require(o.chunk_rows >= 1, "parity: --chunk-rows must be >= 1, got {}", o.chunk_rows);
+  InferenceModel a(ModelWeights::Open(o.model_dir));
+  InferenceModel b(ModelWeights::Open(o.against_dir));
+  const int64_t V = a.config().vocab_size, B = o.batch, T = o.seq_len, N = B * T;
+  Require(b.config().vocab_size == V,
+          "--against {}: vocab_size {} differs from --model {}'s {}; logits cannot be compared",
+          o.against_dir, b.config().vocab_size, o.model_dir, V);
+  for (const InferenceModel* m : {&a, &b}) {
+    const int64_t max_pos = m->config().max_position_embeddings;
+    Require(max_pos <= 0 || T <= max_pos, "parity: --seq-len {} exceeds {}'s max_position_embeddings {}",
+            T, m->weights().source(), max_pos);
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(N));
+  if (!o.tokens_path.empty()) {
+    const data::TokenFile f = data::TokenFile::Open(o.tokens_path, data::TokenDtype::kUint32,
+                                                    static_cast<uint64_t>(V));
+    Require(f.num_tokens() >= static_cast<uint64_t>(N),
+            "--tokens {}: holds {} tokens, --batch {} x --seq-len {} needs {}", o.tokens_path,
+            f.num_tokens(), B, T, N);
+    f.Read(0, static_cast<uint64_t>(N), ids.data());
+  } else {
+    std::mt19937_64 rng(o.seed);
+    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(V - 1));
+    for (int32_t& t : ids) t = pick(rng);
+  }
+
+  std::vector<float> xa(static_cast<size_t>(N * a.config().hidden_size));
+  std::vector<float> xb(static_cast<size_t>(N * b.config().hidden_size));
+  a.ForwardHidden(ids.data(), B, T, xa.data());
+  b.ForwardHidden(ids.data(), B, T, xb.data());
+
+  std::vector<RowStats> rows(static_cast<size_t>(N));
+  std::vector<double> ce_a(static_cast<size_t>(N), 0.0);
+  const int64_t chunk = std::min(o.chunk_rows, N);
+  std::vector<float> la(static_cast<size_t>(chunk * V)), lb(la.size());
+  for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+    const int64_t n = std::min(chunk, N - r0);
+    a.LogitsRows(xa.data() + r0 * a.config().hidden_size, n, la.data());
+    b.LogitsRows(xb.data() + r0 * b.config().hidden_size, n, lb.data());
+#pragma omp parallel
+    {
+      std::vector<double> lp_ref(static_cast<size_t>(V)), lp(static_cast<size_t>(V));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t i = r0 + r;
+        const float* x = la.data() + r * V;
+        const float* y = lb.data() + r * V;
+        RowStats& s = rows[i];
+        const int64_t top_ref = LogSoftmax(y, V, lp_ref.data());
+        const int64_t top = LogSoftmax(x, V, lp.data());
+        s.same_top1 = top == top_ref;
+        for (int64_t v = 0; v < V; ++v) {
+          s.kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
+          s.max_abs = std::max(s.max_abs, std::abs(static_cast<double>(x[v]) - y[v]));
+        }
+        if (i % T != T - 1) {
+          s.ce_ref = -lp_ref[ids[i + 1]];
+          ce_a[i] = -lp[ids[i + 1]];
+        }
+      }
+    }
+  }
+  a.ReleaseLmHead();
+  b.ReleaseLmHead();
+
+  ParityReport rep;
+  rep.options.model_dir = o.model_dir;
+  rep.options.reference_path = o.against_dir;
+  rep.options.max_kl = o.max_kl;
+  rep.options.min_top1 = o.min_top1;
+  rep.positions = N;
+  int64_t agree = 0;
+  double ce_sum = 0, ce_ref_sum = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const RowStats& s = rows[i];
+    rep.kl_mean += s.kl;
+    rep.kl_max = std::max(rep.kl_max, s.kl);
+    rep.max_abs_logit_diff = std::max(rep.max_abs_logit_diff, s.max_abs);
+    agree += s.same_top1;
+    ce_sum += ce_a[i];
+    ce_ref_sum += s.ce_ref;
+    if (std::isnan(s.kl) || std::isnan(s.max_abs)) rep.kl_max = rep.max_abs_logit_diff = NAN;
+  }
+  rep.kl_mean /= static_cast<double>(N);
+  rep.top1_agreement = static_cast<double>(agree) / static_cast<double>(N);
+  rep.loss_tokens = B * (T - 1);
+  if (rep.loss_tokens > 0) {
+    rep.loss = ce_sum / static_cast<double>(rep.loss_tokens);
+    rep.loss_ref = ce_ref_sum / static_cast<double>(rep.loss_tokens);
+    rep.loss_ref_source = "against";
+  } else {
+    rep.loss = NAN;
+  }
+  rep.pass = rep.kl_max <= o.max_kl && rep.top1_agreement >= o.min_top1;
   return rep;
 }
 

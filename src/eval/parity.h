@@ -42,4 +42,19 @@ struct ParityReport {
 
 ParityReport RunParity(const ParityOptions& options);
 
+// Two models on the same tokens (`replica parity --model A --against B`): each a Hugging Face
+// directory or a replica checkpoint, memory-mapped and run layer by layer (infer/), their logits
+// compared chunk by chunk so neither model's [B, T, V] logits exist whole. B plays the
+// reference: KL is D_KL(P_B ‖ P_A) per position; `loss` and `loss_ref` are A's and B's mean
+// next-token CE over the same positions (loss_ref_source "against").
+struct ModelParityOptions {
+  std::string model_dir, against_dir;
+  std::string tokens_path;     // raw uint32 token file (its first batch*seq_len ids); empty: random
+  uint64_t seed = 0;           // random tokens: uniform in [0, vocab_size) from std::mt19937_64(seed)
+  int64_t batch = 1, seq_len = 512;
+  int64_t chunk_rows = 64;     // logits rows per chunk
+  double max_kl = 1e-6, min_top1 = 1.0;
+};
+ParityReport RunParityAgainst(const ModelParityOptions& options);
+
 }  // namespace replica
