@@ -24,7 +24,9 @@
 #include "core/fault.h"
 #include "ops/cpu/gemm_peak.h"
 #include "train/init.h"
+#include "train/non_finite_guard.h"
 #include "run/metrics_writer.h"
+#include "run/run_lock.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
@@ -166,9 +168,12 @@ TrainSummary Train(const TrainerOptions& opt) {
           "data: {} instances of {} tokens in {}, fewer than one global batch of {}",
           dataset->num_instances(), T, DescribeTrainingData(cfg), I);
 
-  fs::create_directories(opt.run_dir);
-  // Data parallelism: rank 0 alone writes the run directory (log, config, metrics, checkpoints).
+  // Data parallelism: rank 0 alone writes the run directory (log, config, metrics, checkpoints),
+  // and holds it against a second trainer from before its first write to its exit.
   const bool writer = opt.rank == 0;
+  fs::create_directories(opt.run_dir);
+  std::optional<RunDirLock> run_lock;
+  if (writer) run_lock.emplace(RunDirLock::Acquire(opt.run_dir));
   RunLog log((fs::path(opt.run_dir) / "train.log").string(), writer);
   TrainSummary summary;
   summary.run_dir = opt.run_dir;
@@ -290,6 +295,7 @@ TrainSummary Train(const TrainerOptions& opt) {
       flops_per_token / 1e9, peak / 1e9));
 
   TrainStep train_step(model, adam, skip, mu, cfg.train.z_loss_multiplier, opt.reducer);
+  NonFiniteGuard non_finite;
   double sum_tps = 0, sum_mfu = 0, sum_step_s = 0;
   int64_t steps_run = 0;
   const auto loop_start = Clock::now();
@@ -367,8 +373,15 @@ TrainSummary Train(const TrainerOptions& opt) {
                                                  {"tokens_per_s_per_rank",
                                                   tps / static_cast<double>(opt.world)},
                                                  {"mfu", mfu},
-                                                 {"skipped", !proceed}}));
-    if (!proceed)
+                                                 {"skipped", !proceed},
+                                                 {"non_finite", o.non_finite}}));
+    non_finite.Observe(s, loss, grad_norm);
+    if (o.non_finite)
+      log.Line(fmt::format("step {}: non-finite loss {} or grad norm {}: update not applied ({} in "
+                           "a row; the run stops at {})",
+                           s, loss, grad_norm, non_finite.consecutive(),
+                           NonFiniteGuard::kMaxConsecutive));
+    else if (!proceed)
       log.Line(fmt::format("step {}: skipped the update (loss {:.4f}, grad norm {:.4f} beyond "
                            "{} sigma of the last {} steps)",
                            s, loss, grad_norm, cfg.train.skip_step.sigma,
@@ -387,6 +400,7 @@ TrainSummary Train(const TrainerOptions& opt) {
                    /*to_file=*/at_interval);
     }
 
+    non_finite.StopIfDiverged();  // before this step's eval and checkpoint
     const bool last = s == cfg.train.max_steps;
     const bool eval_due = opt.eval && writer &&  // rank 0 evaluates; the others wait for it
                           ((cfg.eval.interval > 0 && s % cfg.eval.interval == 0) || last);
