@@ -9,25 +9,13 @@
 set -u
 BIN=$1
 ROOT=$2
-tmp=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 first=
-trap '[ -n "$first" ] && kill -KILL $first 2>/dev/null; rm -rf "$tmp"' EXIT
-export OMP_WAIT_POLICY=passive
-fail=0
+_cli_cleanup_extra='[ -n "$first" ] && kill -KILL $first 2>/dev/null'
+cli_init
 
-python3 - "$tmp/tokens.npy" <<'PY'
-import array, random, sys
-rng = random.Random(0)
-toks = []
-for d in range(300):
-    start, n, step = rng.randrange(200), rng.randrange(20, 120), rng.choice([1, 2, 3])
-    toks += [(start + i * step) % 250 for i in range(n)] + [255]
-array.array('I', toks).tofile(open(sys.argv[1], 'wb'))
-PY
-cat > "$tmp/tiny.yaml" <<'YAML'
-model: {vocab_size: 256, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 4,
-        num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1.0e-6, rope_theta: 500000,
-        sliding_window: 8, eos_token_id: 255, pad_token_id: 254}
+arith_tokens "$tmp/tokens.npy" 0 300
+{ tiny_model_256; cat <<'YAML'; } > "$tmp/tiny.yaml"
 data: {paths: [tokens.npy], seq_len: 32, seed: 3}
 train: {max_steps: 40, global_batch_instances: 8, micro_batch_instances: 2, threads: 1}
 optim: {lr: 3.0e-3, schedule: {type: cosine, warmup: 5}}
@@ -95,5 +83,4 @@ for kind in file loop; do
   fi
 done
 
-[ $fail -eq 0 ] && echo "run_dir_safety.sh: all checks passed"
-exit $fail
+cli_finish

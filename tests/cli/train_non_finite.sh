@@ -7,20 +7,10 @@
 set -u
 BIN=$1
 ROOT=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_WAIT_POLICY=passive
-fail=0
-python3 - "$tmp/tokens.npy" <<'PY'
-import array, random, sys
-rng = random.Random(0)
-toks = [rng.randrange(250) for _ in range(20000)]
-array.array('I', toks).tofile(open(sys.argv[1], 'wb'))
-PY
-cat > "$tmp/tiny.yaml" <<'YAML'
-model: {vocab_size: 256, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2,
-        num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1.0e-6, rope_theta: 500000,
-        sliding_window: 8, eos_token_id: 255, pad_token_id: 254}
+. "$(dirname "$0")/lib.sh"
+cli_init
+arith_tokens "$tmp/tokens.npy"
+{ tiny_model_256 2; cat <<'YAML'; } > "$tmp/tiny.yaml"
 data: {paths: [tokens.npy], seq_len: 32, seed: 3}
 train: {max_steps: 30, global_batch_instances: 4, micro_batch_instances: 2, threads: 1}
 optim: {lr: 1.0e-3, max_grad_norm: 0, schedule: {type: constant}}
@@ -54,5 +44,4 @@ else
   echo "FAIL: checkpoint of non-finite weights: exit $rc: $(tail -3 "$tmp/err1")"; fail=1
 fi
 ls "$tmp"/run1/checkpoints/step-* > /dev/null 2>&1 && { echo "FAIL: run1 wrote a checkpoint"; fail=1; }
-[ $fail -eq 0 ] && echo "train_non_finite.sh: all checks passed"
-exit $fail
+cli_finish
