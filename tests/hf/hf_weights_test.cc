@@ -111,10 +111,10 @@ TEST(HfWeights, NonFiniteWeightsAreRefusedNamingTheTensor) {
     FlatBuffer edited(layout.total_floats());
     std::memcpy(edited.data(), params.data(), params.size() * sizeof(float));
     edited.data()[layout.Get(name).offset + 17] = bad;
-    const fs::path dir = TempDir("nonfinite");
-    SaveHfModel(dir.string(), config, layout, edited);
+    test::TempDir dir("hf-nonfinite");
+    SaveHfModel(dir.str(), config, layout, edited);
     FlatBuffer out(layout.total_floats());
-    const std::string e = ErrorOf([&] { LoadHfWeights(dir.string(), layout, out); });
+    const std::string e = ErrorOf([&] { LoadHfWeights(dir.str(), layout, out); });
     EXPECT_NE(e.find(name), std::string::npos) << e;
     EXPECT_NE(e.find("17"), std::string::npos) << e;
     EXPECT_NE(e.find(std::isnan(bad) ? "nan" : "inf"), std::string::npos) << e;
