@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "core/log.h"
 #include "io/safetensors.h"
 #include "checkpoint/format.h"
@@ -198,6 +199,14 @@ void CheckpointWriter::Save(int64_t step, const ParamLayout& layout, const FlatB
   Require(adam_m.size() >= n && adam_v.size() >= n,
           "checkpoint: Adam buffers have {} and {} floats, layout needs {}", adam_m.size(),
           adam_v.size(), n);
+  // A checkpoint is what a resume or an export trusts: NaN or Inf in it would be loaded back (and
+  // refused) later; refuse now, naming the tensor, and leave the previous checkpoints as they are.
+  const std::string what = fmt::format("checkpoint step {}", step);
+  for (const ParamView& v : layout.views()) {
+    RequireFiniteTensor(params.data() + v.offset, v.numel, what + " (parameters)", v.name);
+    RequireFiniteTensor(adam_m.data() + v.offset, v.numel, what + " (Adam m)", v.name);
+    RequireFiniteTensor(adam_v.data() + v.offset, v.numel, what + " (Adam v)", v.name);
+  }
   CheckpointContents c;
   c.step = step;
   c.adam_step = adam_step;

@@ -52,8 +52,14 @@ replica::cli::CommandRegistration reg(
                      "smallest allowed fraction of positions with the same argmax")
           ->capture_default_str();
       app.add_option("--max-grad-rel", a->options.max_grad_rel,
-                     "largest allowed ||g - g_ref|| / ||g_ref|| over parameters (with --grads)")
+                     "largest allowed ||g - g_ref|| / max(||g_ref||, floor) over parameters, and "
+                     "||G - G_ref|| / ||G_ref|| of the whole gradient (with --grads)")
           ->capture_default_str();
+      app.add_option("--grad-floor", a->options.grad_floor,
+                     "floor of the per-tensor denominator as a fraction of the whole reference "
+                     "gradient's norm (a tensor whose gradient is zero, e.g. q/k at T = 1)")
+          ->capture_default_str()
+          ->check(CLI::NonNegativeNumber);
       app.add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
       app.add_flag("--json", a->json, "print JSON to stdout");
       return [a] {

@@ -10,21 +10,17 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace replica {
 
 MappedFile MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) Fail("{}: cannot open: {}", path, std::strerror(errno));
+  const int fd = OpenRegularFileForReading(path);  // never blocks on a FIFO
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
     Fail("{}: cannot stat: {}", path, std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    Fail("{}: not a regular file", path);
   }
   MappedFile f;
   f.path_ = path;

@@ -149,22 +149,36 @@ ParityReport RunParity(const ParityOptions& o) {
             ref.path());
     model.grads().Zero();
     sums = model.ForwardBackward(ids.data(), labels.data(), B, T, 1.0 / static_cast<double>(n), 0.0);
-    double worst = -1;
-    for (const ParamView& v : layout.views()) {
+    // Per tensor: squared norms of the difference and of the reference, in double.
+    std::vector<double> num(layout.views().size()), den(layout.views().size());
+    double num_all = 0, den_all = 0;
+    for (size_t t = 0; t < layout.views().size(); ++t) {
+      const ParamView& v = layout.views()[t];
       const std::vector<float> g_ref = ref.ReadF32("grad." + v.name);
       const float* g = model.grads().data() + v.offset;
-      double num = 0, den = 0;
       for (size_t i = 0; i < v.numel; ++i) {
         const double d = static_cast<double>(g[i]) - g_ref[i];
-        num += d * d;
-        den += static_cast<double>(g_ref[i]) * g_ref[i];
+        num[t] += d * d;
+        den[t] += static_cast<double>(g_ref[i]) * g_ref[i];
       }
-      double rel = den > 0 ? std::sqrt(num / den)
-                           : (num == 0 ? 0.0 : std::numeric_limits<double>::infinity());
-      if (std::isnan(rel)) rel = std::numeric_limits<double>::infinity();
-      if (rel > worst) worst = rel, rep.grad_worst_tensor = v.name;
+      num_all += num[t];
+      den_all += den[t];
+    }
+    const double norm_all = std::sqrt(den_all);
+    rep.grad_rel_floor = o.grad_floor * norm_all;
+    auto relative = [](double diff, double scale) {
+      const double r = scale > 0 ? diff / scale
+                                 : (diff == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+      return std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
+    };
+    double worst = -1;
+    for (size_t t = 0; t < layout.views().size(); ++t) {
+      const double rel =
+          relative(std::sqrt(num[t]), std::max(std::sqrt(den[t]), rep.grad_rel_floor));
+      if (rel > worst) worst = rel, rep.grad_worst_tensor = layout.views()[t].name;
     }
     rep.grad_max_rel_err = worst;
+    rep.grad_global_rel_err = relative(std::sqrt(num_all), norm_all);
   } else {
     sums = model.ForwardLoss(ids.data(), labels.data(), B, T);
   }
@@ -179,7 +193,8 @@ ParityReport RunParity(const ParityOptions& o) {
   }
 
   rep.pass = rep.kl_max <= o.max_kl && rep.top1_agreement >= o.min_top1 &&
-             (!o.grads || *rep.grad_max_rel_err <= o.max_grad_rel);
+             (!o.grads || (*rep.grad_max_rel_err <= o.max_grad_rel &&
+                           *rep.grad_global_rel_err <= o.max_grad_rel));
   return rep;
 }
 
@@ -299,9 +314,12 @@ nlohmann::ordered_json ParityReport::ToJson() const {
   j["loss_ref_source"] = loss_ref ? json(loss_ref_source) : json(nullptr);
   j["loss_tokens"] = loss_tokens;
   j["grad_worst_tensor"] = grad_max_rel_err ? json(grad_worst_tensor) : json(nullptr);
+  j["grad_global_rel_err"] = grad_global_rel_err ? num(*grad_global_rel_err) : json(nullptr);
+  j["grad_rel_floor"] = grad_max_rel_err ? json(grad_rel_floor) : json(nullptr);
   j["thresholds"] = {{"max_kl", options.max_kl},
                      {"min_top1", options.min_top1},
-                     {"max_grad_rel", options.grads ? json(options.max_grad_rel) : json(nullptr)}};
+                     {"max_grad_rel", options.grads ? json(options.max_grad_rel) : json(nullptr)},
+                     {"grad_floor", options.grads ? json(options.grad_floor) : json(nullptr)}};
   j["model"] = options.model_dir;
   j["reference"] = options.reference_path;
   return j;
@@ -319,8 +337,13 @@ std::string ParityReport::ToText() const {
   if (loss_ref) s += fmt::format("; reference {:.9f} (from {})", *loss_ref, loss_ref_source);
   s += "\n";
   if (grad_max_rel_err) {
-    s += fmt::format("  grad max rel err    {:.3e} ({})   (max allowed {:.1e})\n",
-                     *grad_max_rel_err, grad_worst_tensor, options.max_grad_rel);
+    s += fmt::format("  grad max rel err    {:.3e} ({})   (max allowed {:.1e}; per tensor, "
+                     "denominator at least {:.3e} = {:g} x the whole gradient's norm)\n",
+                     *grad_max_rel_err, grad_worst_tensor, options.max_grad_rel, grad_rel_floor,
+                     options.grad_floor);
+    if (grad_global_rel_err)
+      s += fmt::format("  grad rel err        {:.3e} (whole gradient)   (max allowed {:.1e})\n",
+                       *grad_global_rel_err, options.max_grad_rel);
   }
   s += pass ? "PASS\n" : "FAIL\n";
   return s;

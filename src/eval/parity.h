@@ -19,7 +19,11 @@ struct ParityOptions {
   bool grads = false;          // also compare every parameter gradient
   double max_kl = 1e-6;        // bound on the largest per-position KL(P_ref || P_model)
   double min_top1 = 1.0;       // bound on the fraction of positions with the same argmax
-  double max_grad_rel = 1e-4;  // bound on max over parameters of ‖g − g_ref‖ / ‖g_ref‖
+  // Bound on max over parameters of ‖g − g_ref‖ / max(‖g_ref‖, floor), floor = grad_floor ·
+  // ‖G_ref‖ (G: the whole gradient), and on ‖G − G_ref‖ / ‖G_ref‖. The floor keeps a tensor whose
+  // true gradient is zero (q/k projections at T = 1) from dividing float noise by zero.
+  double max_grad_rel = 1e-4;
+  double grad_floor = 1e-3;
 };
 
 struct ParityReport {
@@ -31,7 +35,9 @@ struct ParityReport {
   std::optional<double> loss_ref;  // the dump's `loss`, else the same CE of the dump's logits
   std::string loss_ref_source;     // "dump" or "logits"
   int64_t loss_tokens = 0;
-  std::optional<double> grad_max_rel_err;
+  std::optional<double> grad_max_rel_err;     // per tensor, with the floor
+  std::optional<double> grad_global_rel_err;  // ‖G − G_ref‖ / ‖G_ref‖ over all parameters
+  double grad_rel_floor = 0;                  // the floor's absolute value, grad_floor · ‖G_ref‖
   std::string grad_worst_tensor;
   bool pass = false;
   ParityOptions options;

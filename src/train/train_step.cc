@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "train/non_finite_guard.h"
 
 namespace replica {
 
@@ -63,7 +64,9 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   out.z_loss = zmul_ * sums[1] / n;
   out.loss = out.ce_loss + out.z_loss;
   out.clip_coef = ClipCoefficient(out.grad_norm, optimizer_.max_grad_norm());
-  out.skipped = !skip_.Observe(out.ce_loss, out.grad_norm);
+  // A NaN/Inf step is never applied and stays out of the skip rule's history (non_finite_guard.h).
+  out.non_finite = !IsFiniteStep(out.loss, out.grad_norm);
+  out.skipped = out.non_finite || !skip_.Observe(out.ce_loss, out.grad_norm);
   if (!out.skipped) optimizer_.Step(model_.params(), grads, lr, out.clip_coef);
   return out;
 }

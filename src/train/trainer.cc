@@ -20,6 +20,8 @@
 #include "hf/hf_weights.h"
 #include "ops/cpu/gemm_peak.h"
 #include "optim/optimizer.h"
+#include "train/non_finite_guard.h"
+#include "run/run_lock.h"
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
 #include "run/metrics_writer.h"
@@ -195,6 +197,8 @@ class TrainingRun {
   // Reads the next batch and runs one optimizer step on it.
   StepRecord TrainOneStep();
   void Log(const StepRecord& r);  // metrics line, skip note, progress line
+  // Exit 2 (before this step's eval and checkpoint) after too many non-finite steps in a row.
+  void StopIfDiverged() { non_finite_.StopIfDiverged(); }
   void MaybeEvaluate(int64_t s);
   void MaybeCheckpoint(int64_t s);
   TrainSummary Finish();  // waits for the last checkpoint, prints the summary
@@ -209,6 +213,7 @@ class TrainingRun {
   const Clock::time_point wall_start_ = Clock::now();
   const BatchShape shape_;
   const bool writer_;  // rank 0
+  std::optional<RunDirLock> run_lock_;  // rank 0 holds the run directory from its first write
   std::unique_ptr<data::DataLoader> loader_;
   std::unique_ptr<RunLog> log_;
   TrainSummary summary_;
@@ -219,6 +224,7 @@ class TrainingRun {
   GradReducer& reducer_;  // opt.reducer, or local_reducer_ for one process
   std::unique_ptr<Optimizer> optimizer_;
   SkipStepRule skip_;
+  NonFiniteGuard non_finite_;
   int64_t step_ = 0, tokens_ = 0;
 
   std::optional<MetricsWriter> metrics_;
@@ -248,6 +254,7 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
           shape_.global_instances);
 
   fs::create_directories(opt_.run_dir);
+  if (writer_) run_lock_.emplace(RunDirLock::Acquire(opt_.run_dir));
   log_ = std::make_unique<RunLog>((fs::path(opt_.run_dir) / "train.log").string(), writer_);
   summary_.run_dir = opt_.run_dir;
 }
@@ -399,8 +406,15 @@ void TrainingRun::Log(const StepRecord& r) {
                                                  {"tokens_per_s_per_rank",
                                                   r.tokens_per_s / static_cast<double>(opt_.world)},
                                                  {"mfu", r.mfu},
-                                                 {"skipped", o.skipped}}));
-  if (o.skipped)
+                                                 {"skipped", o.skipped},
+                                                 {"non_finite", o.non_finite}}));
+  non_finite_.Observe(s, o.loss, o.grad_norm);
+  if (o.non_finite)
+    log_->Line(fmt::format("step {}: non-finite loss {} or grad norm {}: update not applied ({} in "
+                           "a row; the run stops at {})",
+                           s, o.loss, o.grad_norm, non_finite_.consecutive(),
+                           NonFiniteGuard::kMaxConsecutive));
+  else if (o.skipped)
     log_->Line(fmt::format("step {}: skipped the update (loss {:.4f}, grad norm {:.4f} beyond "
                            "{} sigma of the last {} steps)",
                            s, o.loss, o.grad_norm, cfg_.train.skip_step.sigma,
@@ -519,6 +533,7 @@ TrainSummary Train(const TrainerOptions& options) {
   while (!run.done()) {
     const StepRecord r = run.TrainOneStep();  // next batch, forward/backward, optimizer step
     run.Log(r);
+    run.StopIfDiverged();  // too many non-finite steps in a row: exit 2, nothing written
     run.MaybeEvaluate(r.step);
     fault::MaybeKill(fault::FaultPoint::kStep, r.step);
     run.MaybeCheckpoint(r.step);
