@@ -31,7 +31,7 @@ replica::cli::CommandRegistration reg(
       app.add_option("--max-shard-size", args->max_shard,
                      "export: bytes of tensor data per shard (default 5e9, as transformers)")
           ->check(CLI::PositiveNumber);
-      app.add_flag("--json", args->json, "print a JSON summary on stdout");
+      app.add_flag("--json", args->json, "print the summary as JSON on stdout");
       return [args] {
         replica::ConvertOptions o;
         o.from = args->from;

@@ -34,8 +34,8 @@ replica::cli::CommandRegistration reg(
       app.add_option("--max-grad-rel", a->options.max_grad_rel,
                      "largest allowed ||g - g_ref|| / ||g_ref|| over parameters (with --grads)")
           ->capture_default_str();
-      app.add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-      app.add_flag("--json", a->json, "print JSON to stdout");
+      app.add_option("--threads", a->threads, "threads (default: all cores)");
+      app.add_flag("--json", a->json, "print JSON on stdout");
       return [a] {
         replica::SetNumThreads(a->threads);
         replica::ParityReport r = replica::RunParity(a->options);

@@ -51,8 +51,9 @@ std::string DecompressGzip(const std::string& path) {
   while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
   int err = 0;
   const char* msg = gzerror(f, &err);
+  const std::string reason = msg ? msg : "?";  // gzerror's text is freed by gzclose
   gzclose(f);
-  Require(n == 0 && err == Z_OK, "{}: corrupt gzip data ({})", path, msg ? msg : "?");
+  Require(n == 0 && err == Z_OK, "{}: corrupt gzip data ({})", path, reason);
   return out;
 }
 
