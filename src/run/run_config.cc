@@ -290,6 +290,16 @@ auto ParseList(const std::string& origin, const std::string& key, const YAML::No
 
 // --- loading ---
 
+// The text of a mapping key; Error naming where it is when the key is not a plain scalar (YAML
+// allows "? [a, b]: 1", a sequence or mapping as a key, which no config key is).
+std::string KeyName(const YAML::Node& key, const std::string& origin, const std::string& within) {
+  if (!key.IsScalar())
+    Fail("{}line {}, column {}: a config key must be a plain name, got a {} (in {})",
+         origin.empty() ? "" : origin + ": ", key.Mark().line + 1, key.Mark().column + 1,
+         key.IsMap() ? "mapping" : key.IsSequence() ? "sequence" : "null", within);
+  return key.Scalar();
+}
+
 struct Entry {
   std::string key;  // dotted path
   YAML::Node value;
@@ -300,7 +310,8 @@ struct Entry {
 void Collect(const YAML::Node& node, const std::string& prefix, const std::string& base,
              const std::string& origin, std::vector<Entry>& out) {
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
+    const std::string k =
+        KeyName(it->first, origin, prefix.empty() ? "the top level" : "'" + prefix + "'");
     const std::string full = prefix.empty() ? k : prefix + "." + k;
     // By value: the iterator's pair is a temporary proxy, a reference to its node would dangle.
     const YAML::Node v = it->second;
@@ -358,7 +369,7 @@ std::vector<RunConfig::MixtureSource> ParseMixture(const Entry& e) {
     if (!n.IsMap()) TypeError(o, at, Kind::kMixture, n);
     RunConfig::MixtureSource src;
     for (auto it = n.begin(); it != n.end(); ++it) {
-      const std::string k = it->first.as<std::string>();
+      const std::string k = KeyName(it->first, o, at);
       const std::string key = at + "." + k;
       // By value: the iterator's pair is a temporary proxy, a reference to its node would dangle.
       const YAML::Node v = it->second;
@@ -431,7 +442,8 @@ nlohmann::json YamlToJson(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return nullptr;
   if (n.IsMap()) {
     nlohmann::json o = nlohmann::json::object();
-    for (auto it = n.begin(); it != n.end(); ++it) o[it->first.as<std::string>()] = YamlToJson(it->second);
+    for (auto it = n.begin(); it != n.end(); ++it)
+      o[KeyName(it->first, "", "a model value")] = YamlToJson(it->second);
     return o;
   }
   if (n.IsSequence()) {

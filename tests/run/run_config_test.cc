@@ -125,6 +125,19 @@ TEST(RunConfig, TrajectoryDifferencesNameTheValueToPin) {
       << DescribeTrajectoryDifferences(run, other_lr);
 }
 
+// Found by fuzz/run_config (corpus file fuzz/corpus/run_config/complex-key): YAML's "? key"
+// syntax makes a mapping a key; it is refused as an Error naming the line, not a yaml-cpp
+// conversion exception.
+TEST(RunConfig, NonScalarKeysAreRefusedWithTheirLine) {
+  std::string e = ErrorOf([] {
+    RunConfig::FromYaml(std::string(kTiny) + "checkpoint:\n? {a: 1}: 2\n", "/b", {}, "x.yaml");
+  });
+  EXPECT_NE(e.find("x.yaml: line "), std::string::npos) << e;
+  EXPECT_NE(e.find("a config key must be a plain name, got a mapping"), std::string::npos) << e;
+  e = ErrorOf([] { RunConfig::FromYaml("? [a, b]\n: 1\n", "/b", {}, "y.yaml"); });
+  EXPECT_NE(e.find("got a sequence (in the top level)"), std::string::npos) << e;
+}
+
 TEST(RunConfig, OverridesWithDesignKeys) {
   const std::string base = "/base";
   const RunConfig c = RunConfig::FromYaml(
