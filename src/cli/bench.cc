@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/plural.h"
 #include "core/profile.h"
 #include "core/threads.h"
 #include "model/model_config.h"
@@ -172,9 +173,10 @@ int RunBench(const BenchArgs& a) {
     j["model_config"] = a.config_path;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("bench %s: batch %ld x seq %ld, %d threads, %ld steps after %ld warm-up\n",
+    std::printf("bench %s: batch %ld x seq %ld, %s, %s after %ld warm-up\n",
                 a.config_path.c_str(), static_cast<long>(B), static_cast<long>(T),
-                replica::NumThreads(), static_cast<long>(a.steps), static_cast<long>(a.warmup));
+                replica::Plural(replica::NumThreads(), "thread").c_str(),
+                replica::Plural(a.steps, "step").c_str(), static_cast<long>(a.warmup));
     std::printf("  step time (median)  %.4f s   (forward + backward %.4f s, clip + AdamW %.4f s)\n",
                 step, fwd_bwd, step - fwd_bwd);
     std::printf("  tokens/s            %.1f\n", tokens_per_s);
@@ -200,12 +202,12 @@ replica::cli::CommandRegistration reg(
       app.add_option("--seq", a->seq, "sequence length")->capture_default_str();
       app.add_option("--steps", a->steps, "timed steps (median reported)")->capture_default_str();
       app.add_option("--warmup", a->warmup, "untimed warm-up steps first")->capture_default_str();
-      app.add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+      app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_option("--seed", a->seed, "seed of the random weights and tokens")
           ->capture_default_str();
       app.add_option("--peak-size", a->peak_size, "n of the n×n×n GEMM that measures the peak")
           ->capture_default_str();
-      app.add_flag("--json", a->json, "print JSON to stdout");
+      app.add_flag("--json", a->json, "print JSON on stdout");
       return [a] { return RunBench(*a); };
     });
 

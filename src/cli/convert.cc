@@ -35,7 +35,7 @@ replica::cli::CommandRegistration reg(
                      "export: tokenizer files to write beside the weights: auto (dolma2 when the "
                      "vocabulary holds its ids), dolma2, none, or a tokenizer.json path")
           ->capture_default_str();
-      app.add_flag("--json", args->json, "print a JSON summary on stdout");
+      app.add_flag("--json", args->json, "print the summary as JSON on stdout");
       return [args] {
         replica::ConvertOptions o;
         o.from = args->from;

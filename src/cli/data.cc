@@ -118,9 +118,19 @@ int RunInfo(const InfoArgs& a) {
                         {"files", files}};
   if (a.json) {
     std::printf("%s\n", out.dump().c_str());
-  } else {
-    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
   }
+  const size_t n = ds.files().size();
+  std::printf("%llu instance%s of %lld tokens from %zu token file%s (%s, ids below %llu)\n",
+              static_cast<unsigned long long>(ds.num_instances()),
+              ds.num_instances() == 1 ? "" : "s",
+              static_cast<long long>(ds.seq_len()), n, n == 1 ? "" : "s", a.dtype.c_str(),
+              static_cast<unsigned long long>(a.vocab_size));
+  std::printf("fingerprint %s\n\n%15s %12s  %s\n", ds.fingerprint().c_str(), "tokens", "instances",
+              "file");
+  for (const auto& f : files)
+    std::printf("%15llu %12llu  %s\n", f["tokens"].get<unsigned long long>(),
+                f["instances"].get<unsigned long long>(), f["path"].get<std::string>().c_str());
   return 0;
 }
 
@@ -303,7 +313,7 @@ int RunBatch(BatchArgs a) {
 }
 
 CommandRegistration reg(
-    "data", "Data pipeline: instance order and token-file datasets", [](CLI::App& app) -> RunFn {
+    "data", "data pipeline: instance order and token-file datasets", [](CLI::App& app) -> RunFn {
       app.require_subcommand(1);
       auto oa = std::make_shared<OrderArgs>();
       CLI::App* order = app.add_subcommand(
@@ -314,9 +324,10 @@ CommandRegistration reg(
       order->add_option("--seed", oa->seed, "data seed S")
           ->required()
           ->check(CLI::NonNegativeNumber);
-      order->add_option("--epoch", oa->epoch, "epoch E (the RNG is seeded with S + E)")
+      order->add_option("--epoch", oa->epoch,
+                        "epoch E, counted from 1 as in OLMo-core (the RNG is seeded with S + E)")
           ->required()
-          ->check(CLI::NonNegativeNumber);
+          ->check(CLI::PositiveNumber);
       order->add_option("--global-batch", oa->global_batch,
                         "instances per global batch I (default 1)")
           ->check(CLI::PositiveNumber);
@@ -324,10 +335,10 @@ CommandRegistration reg(
           ->check(CLI::PositiveNumber);
       order->add_option("--batch", oa->batch,
                         "global batch b whose per-rank split is printed (negative: from the end)");
-      order->add_flag("--json", oa->json, "print JSON");
+      order->add_flag("--json", oa->json, "print JSON on stdout");
 
       auto ia = std::make_shared<InfoArgs>();
-      CLI::App* info = app.add_subcommand("info", "Instances and fingerprint of token files");
+      CLI::App* info = app.add_subcommand("info", "instances and fingerprint of token files");
       info->add_option("files", ia->files, "token files, in order")->required();
       info->add_option("--seq-len", ia->seq_len, "sequence length")
           ->required()
@@ -335,7 +346,7 @@ CommandRegistration reg(
       info->add_option("--dtype", ia->dtype, "uint32 (default) or uint16");
       info->add_option("--vocab-size", ia->vocab_size, "ids must be below it (default 100278)")
           ->check(CLI::PositiveNumber);
-      info->add_flag("--json", ia->json, "print JSON");
+      info->add_flag("--json", ia->json, "print JSON on stdout");
 
       auto ba = std::make_shared<BatchArgs>();
       CLI::App* batch = app.add_subcommand(

@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/plural.h"
 #include "core/threads.h"
 #include "eval/decon.h"
 #include "eval/eval_set.h"
@@ -52,10 +53,10 @@ int RunDecon(const DeconArgs& a) {
   } else {
     std::printf("eval items: %zu (%zu not indexable: shorter than their n-gram)\n", index.items().size(),
                 index.unindexed().size());
-    std::printf("training tokens scanned: %llu in %.3f s (%.1f M tokens/s, %d threads; %.1f M "
+    std::printf("training tokens scanned: %llu in %.3f s (%.1f M tokens/s, %s; %.1f M "
                 "tokens per CPU second)\n",
                 static_cast<unsigned long long>(report.train_tokens), report.scan_seconds,
-                j["tokens_per_s"].get<double>() / 1e6, report.threads,
+                j["tokens_per_s"].get<double>() / 1e6, Plural(report.threads, "thread").c_str(),
                 j["tokens_per_cpu_s"].get<double>() / 1e6);
     for (const auto& it : j["items"]) {
       std::printf("%s %s %s: coverage %.3f, longest span %llu tokens, %zu hits\n",
@@ -102,7 +103,7 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_option("--max-hits", a->max_hits, "hits listed per item in the JSON")->capture_default_str();
-      app.add_flag("--json", a->json, "print JSON to stdout");
+      app.add_flag("--json", a->json, "print JSON on stdout");
       return [a] { return RunDecon(*a); };
     });
 

@@ -96,7 +96,7 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_flag("--truncate-context", a->truncate_context, "left-truncate multiple-choice contexts that do not fit (OLMES) instead of failing");
       app.add_option("--threads", a->threads, "threads (default: all cores)");
-      app.add_flag("--json", a->json, "print JSON to stdout");
+      app.add_flag("--json", a->json, "print JSON on stdout");
       return [a] {
         Require(!a->sets.empty() || !a->canaries.empty(), "eval: give at least one --eval set or --canaries");
         return RunEval(*a);

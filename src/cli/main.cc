@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   using namespace replica::cli;
   CLI::App app{"replica: train Olmo 3 models in C++ and prove they match the reference"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "replica " REPLICA_VERSION);
   auto& registry = Registry();
   std::sort(registry.begin(), registry.end(),
             [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });

@@ -60,8 +60,8 @@ replica::cli::CommandRegistration reg(
                      "gradient's norm (a tensor whose gradient is zero, e.g. q/k at T = 1)")
           ->capture_default_str()
           ->check(CLI::NonNegativeNumber);
-      app.add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-      app.add_flag("--json", a->json, "print JSON to stdout");
+      app.add_option("--threads", a->threads, "threads (default: all cores)");
+      app.add_flag("--json", a->json, "print JSON on stdout");
       return [a] {
         replica::SetNumThreads(a->threads);
         replica::ParityReport r;

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/plural.h"
 #include "core/threads.h"
 #include "tokenizer/tokenize_to_disk.h"
 #include "tokenizer/tokenizer_registry.h"
@@ -29,7 +30,7 @@ struct TokenizeArgs {
 };
 
 replica::cli::CommandRegistration reg(
-    "tokenize", "Tokenize text / JSONL (.gz, .zst) into OLMo-core numpy token files",
+    "tokenize", "tokenize text / JSONL (.gz, .zst) into OLMo-core numpy token files",
     [](CLI::App& app) -> replica::cli::RunFn {
       auto a = std::make_shared<TokenizeArgs>();
       app.add_option("--tokenizer", a->tokenizer,
@@ -40,7 +41,7 @@ replica::cli::CommandRegistration reg(
                      "file (one document); .gz / .zst compressed allowed")
           ->required();
       app.add_option("--out", a->out, "output directory (created if missing)")->required();
-      app.add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+      app.add_option("--threads", a->threads, "threads (default: all cores)");
       a->eos_option = app.add_option("--eos-id", a->eos_id,
                                      "EOS id appended after each document (default: the "
                                      "tokenizer's, 100257 for dolma2)");
@@ -78,11 +79,13 @@ replica::cli::CommandRegistration reg(
           }
           fmt::print("{}\n", j.dump());
         } else {
-          fmt::print("tokenized {} documents ({} empty skipped) from {} files: {} tokens ({}), "
-                     "{:.2f} MB of text in {:.2f} s = {:.2f} MB/s on {} threads ({:.2f} CPU s)\n",
-                     s.documents, s.skipped_empty, s.files.size(), s.tokens, s.dtype,
-                     static_cast<double>(s.text_bytes) / 1e6, s.seconds, mbps, s.threads,
-                     s.cpu_seconds);
+          fmt::print("tokenized {} ({} empty skipped) from {}: {} ({}), "
+                     "{:.2f} MB of text in {:.2f} s = {:.2f} MB/s on {} ({:.2f} CPU s)\n",
+                     replica::Plural(static_cast<int64_t>(s.documents), "document"),
+                     s.skipped_empty, replica::Plural(static_cast<int64_t>(s.files.size()), "file"),
+                     replica::Plural(static_cast<int64_t>(s.tokens), "token"), s.dtype,
+                     static_cast<double>(s.text_bytes) / 1e6, s.seconds, mbps,
+                     replica::Plural(s.threads, "thread"), s.cpu_seconds);
           for (const auto& f : s.files) fmt::print("  {}  {} tokens\n", f.output, f.tokens);
           fmt::print("manifest: {}\n", s.manifest_path);
         }

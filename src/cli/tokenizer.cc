@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/plural.h"
 #include "core/threads.h"
 #include "tokenizer/text_reader.h"
 #include "core/clock.h"
@@ -91,8 +92,10 @@ int RunBench(const replica::Tokenizer& tok, const Args& a) {
   if (a.json) {
     fmt::print("{}\n", j.dump());
   } else {
-    fmt::print("{} texts, {:.2f} MB, {} tokens on {} threads: {:.2f} MB/s wall, {:.2f} MB per CPU-second\n",
-               texts.size(), mb, tokens, replica::NumThreads(), mb / best_wall, mb / best_cpu);
+    fmt::print("{}, {:.2f} MB, {} on {}: {:.2f} MB/s wall, {:.2f} MB per CPU-second\n",
+               replica::Plural(static_cast<int64_t>(texts.size()), "text"), mb,
+               replica::Plural(static_cast<int64_t>(tokens), "token"),
+               replica::Plural(replica::NumThreads(), "thread"), mb / best_wall, mb / best_cpu);
   }
   return 0;
 }
@@ -104,7 +107,7 @@ void AddTokenizerOption(CLI::App* app, Args* a) {
 }
 
 replica::cli::CommandRegistration reg(
-    "tokenizer", "Encode or decode JSONL with a tokenizer; show its vocabulary facts",
+    "tokenizer", "encode or decode JSONL with a tokenizer; show its vocabulary facts",
     [](CLI::App& app) -> replica::cli::RunFn {
       app.require_subcommand(1);
       auto a = std::make_shared<Args>();
@@ -117,13 +120,13 @@ replica::cli::CommandRegistration reg(
       dec->add_option("--jsonl", a->jsonl, "input JSONL ('-' = stdin; .gz/.zst ok)")->required();
       CLI::App* info = app.add_subcommand("info", "vocabulary size, special ids, source file");
       AddTokenizerOption(info, a.get());
-      info->add_flag("--json", a->json, "print JSON");
+      info->add_flag("--json", a->json, "print JSON on stdout");
       CLI::App* bench = app.add_subcommand("bench", "encoding throughput on the texts of a JSONL file");
       AddTokenizerOption(bench, a.get());
       bench->add_option("--jsonl", a->jsonl, "input JSONL ('-' = stdin; .gz/.zst ok)")->required();
-      bench->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+      bench->add_option("--threads", a->threads, "threads (default: all cores)");
       bench->add_option("--repeat", a->repeat, "timed runs (best is reported)")->capture_default_str();
-      bench->add_flag("--json", a->json, "print JSON");
+      bench->add_flag("--json", a->json, "print JSON on stdout");
       return [a, enc, dec, info, bench]() -> int {
         if (bench->parsed()) replica::SetNumThreads(a->threads);
         const replica::Tokenizer& tok = replica::SharedTokenizer(a->tokenizer);

@@ -97,7 +97,8 @@ replica::cli::CommandRegistration reg(
           }
         }
         const replica::TrainSummary summary = replica::Train(options);
-        if (guard) {
+        // A rerun of a finished run trains no step and scans nothing: no leak-guard line then.
+        if (guard && guard->Stats()["batches"].get<long long>() > 0) {
           const nlohmann::json g = guard->Stats();
           std::fprintf(stderr, "leak guard (%s): %lld batches scanned, %lld leaks, %.3f ms per batch "
                        "(max %.3f ms)\n", g["mode"].get<std::string>().c_str(),

@@ -1,5 +1,6 @@
 #include "eval/eval_suite.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -32,11 +33,25 @@ void EvalSuite::Prepare(const TextEncoder& encoder) {
     if (s.kind == SetKind::kPerplexity) {
       ppl_.push_back(BuildPplInstances(s, encoder, options_.seq_len));
       mc_.emplace_back();
+      const auto cut = std::count_if(ppl_.back().begin(), ppl_.back().end(),
+                                     [](const PplInstance& i) { return i.truncated; });
+      if (cut > 0)
+        notes_.push_back(fmt::format(
+            "{}: {} of {} documents are longer than the sequence length {} and are scored on "
+            "their first {} tokens only (truncated_docs in its eval metrics)",
+            s.name, cut, ppl_.back().size(), options_.seq_len, options_.seq_len));
     } else {
       mc_.push_back(BuildMcRequests(s, encoder, options_.seq_len, options_.truncate_context));
       ppl_.emplace_back();
+      const auto cut = std::count_if(mc_.back().begin(), mc_.back().end(),
+                                     [](const McPrepared& p) { return p.truncated; });
+      if (cut > 0)
+        notes_.push_back(fmt::format(
+            "{}: {} of {} items have their context left-truncated to fit the sequence length {}",
+            s.name, cut, mc_.back().size(), options_.seq_len));
     }
   }
+  for (const std::string& note : notes_) REPLICA_LOG_WARN("eval: {}", note);
   if (canary_) {
     Require(options_.canary_vocab >= 2, "eval: canaries need the vocabulary size to draw the twin from");
     for (const PplDoc& d : canary_->docs) {

@@ -3,7 +3,8 @@
 // construction and scored through a LossFn at each call. Run() returns the "eval" object of a
 // metrics.jsonl eval line (docs/design.md §4):
 //   {"<set name>": {kind, ...metrics}, ..., "canary": {registered_ce, twin_ce, gap, z, alarm}}
-// A canary alarm is also logged as a warning. Set names must be unique.
+// A canary alarm is also logged as a warning, and so is, once at construction, a set whose
+// documents or contexts are cut to the sequence length (notes()). Set names must be unique.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,10 @@ class EvalSuite {
   // Every file that holds evaluation data (sets and the registered canaries), for the leak guard.
   std::vector<std::string> RegisteredFiles() const;
   const EvalSet* canaries() const { return canary_.get(); }
+  // What the scores will not show: e.g. "sotu_heldout_ppl: 107 of 107 documents are longer than
+  // the sequence length 64 and are scored on their first 64 tokens only". Also logged as warnings
+  // when the suite is built.
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   void Prepare(const TextEncoder& encoder);
@@ -54,6 +59,7 @@ class EvalSuite {
   std::vector<std::vector<PplInstance>> ppl_;  // per set (empty for mc sets)
   std::vector<std::vector<McPrepared>> mc_;    // per set (empty for ppl sets)
   std::unique_ptr<EvalSet> canary_, twin_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace replica::eval

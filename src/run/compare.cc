@@ -66,6 +66,17 @@ std::set<std::string> Names(const MetricsLog& log) {
   return names;
 }
 
+// True when every value of `name` in both logs is text that is not a number's spelling.
+bool IsLabel(const MetricsLog& a, const MetricsLog& b, const std::string& name) {
+  for (const MetricsLog* log : {&a, &b}) {
+    for (const auto& [step, row] : log->steps) {
+      const nlohmann::json* v = Find(row, name);
+      if (v && (!v->is_string() || MetricsLog::AsNumber(*v))) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool IsTimingMetric(const std::string& name) {
@@ -166,7 +177,9 @@ CompareReport CompareRuns(const MetricsLog& a, const MetricsLog& b, const Compar
       else r.per_step_truncated = true;
     }
   }
-  for (auto& [n, md] : diffs) r.compared.push_back(std::move(md));
+  for (auto& [n, md] : diffs) {
+    (IsLabel(a, b, n) ? r.labels : r.compared).push_back(std::move(md));
+  }
 
   for (const auto& n : reported) {
     MetricDiff md;
@@ -195,6 +208,7 @@ CompareReport CompareRuns(const MetricsLog& a, const MetricsLog& b, const Compar
   CompareCheck check{"metrics", true, ""};
   int64_t differing = 0;
   for (const MetricDiff& md : r.compared) differing += md.differing_steps;
+  for (const MetricDiff& md : r.labels) differing += md.differing_steps;
   if (shared.empty()) {
     check = {"metrics", false, "the runs share no step"};
   } else if (r.compared.empty()) {
@@ -234,6 +248,18 @@ nlohmann::json CompareReport::ToJson() const {
       metrics[md.name]["first_diff_b"] = md.first_b;
     }
   }
+  nlohmann::json labels_json = nlohmann::json::object();
+  for (const MetricDiff& md : labels) {
+    labels_json[md.name] = {{"steps", md.steps_compared},
+                            {"differing_steps", md.differing_steps},
+                            {"first_diff_step", md.first_diff_step
+                                                    ? nlohmann::json(*md.first_diff_step)
+                                                    : nlohmann::json()}};
+    if (md.first_diff_step) {
+      labels_json[md.name]["first_diff_a"] = md.first_a;
+      labels_json[md.name]["first_diff_b"] = md.first_b;
+    }
+  }
   nlohmann::json timings = nlohmann::json::object();
   for (const MetricDiff& md : reported)
     timings[md.name] = {{"steps", md.steps_compared}, {"mean_a", md.mean_a}, {"mean_b", md.mean_b},
@@ -252,6 +278,7 @@ nlohmann::json CompareReport::ToJson() const {
                      {"only_in_a", steps_list(only_in_a)}, {"only_in_b", steps_list(only_in_b)}}},
           {"first_diff", first},
           {"metrics", metrics},
+          {"labels", labels_json},
           {"timings", timings},
           {"metrics_only_in_a", metrics_only_in_a},
           {"metrics_only_in_b", metrics_only_in_b},
@@ -271,12 +298,20 @@ std::string CompareReport::ToText() const {
   size_t width = 6;
   for (const MetricDiff& md : compared) width = std::max(width, md.name.size());
   for (const MetricDiff& md : reported) width = std::max(width, md.name.size());
+  for (const MetricDiff& md : labels) width = std::max(width, md.name.size());
   s += fmt::format("{:<{}}  {:>12}  {:>9}  {:>10}\n", "metric", width, "max_abs_diff", "differing",
                    "first_diff");
   for (const MetricDiff& md : compared)
     s += fmt::format("{:<{}}  {:>12.6g}  {:>9}  {:>10}\n", md.name, width, md.max_abs_diff,
                      md.differing_steps,
                      md.first_diff_step ? std::to_string(*md.first_diff_step) : "-");
+  if (!labels.empty()) {
+    s += fmt::format("\nlabels (text, compared for equality):\n{:<{}}  {:>9}  {:>10}\n", "label",
+                     width, "differing", "first_diff");
+    for (const MetricDiff& md : labels)
+      s += fmt::format("{:<{}}  {:>9}  {:>10}\n", md.name, width, md.differing_steps,
+                       md.first_diff_step ? std::to_string(*md.first_diff_step) : "-");
+  }
   if (!reported.empty()) {
     s += fmt::format("\ntimings (reported, not compared):\n{:<{}}  {:>12}  {:>12}\n", "metric",
                      width, "mean_a", "mean_b");

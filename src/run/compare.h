@@ -60,7 +60,9 @@ struct CompareReport {
   double tolerance = 0;
   int64_t steps_a = 0, steps_b = 0, steps_compared = 0;
   std::vector<int64_t> only_in_a, only_in_b;              // steps
-  std::vector<MetricDiff> compared;                       // the checked metrics
+  std::vector<MetricDiff> compared;                       // the checked numeric metrics
+  // Checked text values such as eval.<set>.kind: equal or not, no numeric difference.
+  std::vector<MetricDiff> labels;
   std::vector<MetricDiff> reported;                       // timings: shown, not checked
   std::vector<std::string> metrics_only_in_a, metrics_only_in_b;
   std::optional<int64_t> first_diff_step;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/plural.h"
 
 namespace replica {
 
@@ -110,8 +111,8 @@ std::string RunPlan::ToText() const {
   s += fmt::format("steps             {}\n", steps);
   s += fmt::format("tokens per step   {}\n", tokens_per_step);
   s += fmt::format("tokens            {}\n", tokens);
-  s += fmt::format("ranks             {} ({} micro-batches per rank per step)\n", world,
-                   micro_batches_per_rank);
+  s += fmt::format("ranks             {} ({} per rank per step)\n", world,
+                   Plural(micro_batches_per_rank, "micro-batch", "micro-batches"));
   s += fmt::format("memory per rank   {:.2f} GiB: params {:.2f}, grads {:.2f}, adam {:.2f}, "
                    "accumulation {:.2f}, checkpoint snapshot {:.2f}, activations {:.2f}, "
                    "batch {:.3f}\n",

@@ -43,6 +43,9 @@ struct Panel {
   std::string title, ylabel;
   bool log_y = false;
   std::vector<Line> lines;
+  // The data's extent, so a panel whose points share one x or one y gets an explicit range
+  // instead of gnuplot's "empty x range" warning.
+  double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
 };
 
 std::string Quote(const std::string& s) {  // gnuplot single-quoted string
@@ -65,18 +68,48 @@ Series Extract(const MetricsLog& log, const std::string& name) {
   return s;
 }
 
-int RunProcess(const std::vector<std::string>& argv_strings, bool quiet) {
+// The name a run is shown by: its directory's name, also for "." or "../run/".
+std::string RunLabel(const std::string& path) {
+  fs::path p = fs::path(path);
+  if (fs::is_regular_file(p)) p = fs::absolute(p).parent_path();
+  p = fs::absolute(p).lexically_normal();
+  if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+  const std::string name = p.filename().string();
+  return name.empty() ? p.string() : name;
+}
+
+// "set xrange"/"set yrange" lines for a degenerate extent (one distinct value), else autoscale.
+std::string RangeCommands(const Panel& p) {
+  std::string s;
+  if (p.x_min == p.x_max) {
+    s += fmt::format("set xrange [{}:{}]\n", p.x_min - 1, p.x_max + 1);
+  } else {
+    s += "set autoscale x\n";
+  }
+  if (p.y_min == p.y_max) {
+    const double y = p.y_min;
+    if (p.log_y) {
+      s += fmt::format("set yrange [{}:{}]\n", y / 2, y * 2);
+    } else {
+      const double d = y == 0 ? 1.0 : std::fabs(y) * 0.05;
+      s += fmt::format("set yrange [{}:{}]\n", y - d, y + d);
+    }
+  } else {
+    s += "set autoscale y\n";
+  }
+  return s;
+}
+
+// Runs argv; with `log_path`, its stdout and stderr go to that file, otherwise to /dev/null.
+int RunProcess(const std::vector<std::string>& argv_strings, const std::string& log_path) {
   std::vector<char*> argv;
   for (const auto& a : argv_strings) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  if (quiet) {
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  } else {
-    posix_spawn_file_actions_adddup2(&actions, 2, 1);  // gnuplot chatter never pollutes stdout
-  }
+  const char* out = log_path.empty() ? "/dev/null" : log_path.c_str();
+  posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -97,7 +130,7 @@ std::vector<std::string> PlotRuns(const PlotOptions& options) {
           "--format: '{}' is not supported (expected png or svg)", options.format);
   Require(!options.out_dir.empty(), "--out: empty output directory");
   {
-    const int rc = RunProcess({options.gnuplot, "--version"}, /*quiet=*/true);
+    const int rc = RunProcess({options.gnuplot, "--version"}, "");
     Require(rc == 0,
             "gnuplot not found or not working ('{} --version' {}): install it to draw plots "
             "(Debian/Ubuntu: apt-get install gnuplot-nox)",
@@ -108,12 +141,7 @@ std::vector<std::string> PlotRuns(const PlotOptions& options) {
   std::vector<Run> runs;
   std::map<std::string, int> label_count;
   for (const std::string& path : options.runs) {
-    Run r{"", ReadMetrics(path)};
-    fs::path p = fs::path(path).lexically_normal();
-    if (p.filename().empty()) p = p.parent_path();
-    if (fs::is_regular_file(p) && p.has_parent_path()) p = p.parent_path();
-    r.label = p.filename().string();
-    if (r.label.empty() || r.label == ".") r.label = fs::absolute(p).filename().string();
+    Run r{RunLabel(path), ReadMetrics(path)};
     ++label_count[r.label];
     runs.push_back(std::move(r));
   }
@@ -124,6 +152,14 @@ std::vector<std::string> PlotRuns(const PlotOptions& options) {
   int blocks = 0;
   auto add_line = [&](Panel& panel, const Series& s, std::string title, int color, int dash) {
     if (s.empty()) return;
+    for (size_t k = 0; k < s.size(); ++k) {
+      const double x = static_cast<double>(s[k].first), y = s[k].second;
+      const bool first = panel.lines.empty() && k == 0;
+      panel.x_min = first ? x : std::min(panel.x_min, x);
+      panel.x_max = first ? x : std::max(panel.x_max, x);
+      panel.y_min = first ? y : std::min(panel.y_min, y);
+      panel.y_max = first ? y : std::max(panel.y_max, y);
+    }
     Line line{fmt::format("$d{}", blocks++), std::move(title), color, dash, s.size()};
     data += line.block + " << EOD\n";
     for (const auto& [step, v] : s) data += fmt::format("{} {}\n", step, v);
@@ -198,6 +234,7 @@ std::vector<std::string> PlotRuns(const PlotOptions& options) {
   auto plot_command = [&](const Panel& p) {
     std::string s = fmt::format("set title {}\nset ylabel {}\n", Quote(p.title), Quote(p.ylabel));
     s += p.log_y ? "set logscale y\n" : "unset logscale y\n";
+    s += RangeCommands(p);
     s += "plot ";
     for (size_t i = 0; i < p.lines.size(); ++i) {
       const Line& l = p.lines[i];
@@ -228,9 +265,21 @@ std::vector<std::string> PlotRuns(const PlotOptions& options) {
   }
   const std::string script_path = (fs::path(options.out_dir) / "plot.gp").string();
   WriteFileAtomic(script_path, script);
-  const int rc = RunProcess({options.gnuplot, script_path}, /*quiet=*/false);
-  Require(rc == 0, "gnuplot failed on {} ({})", script_path,
-          rc < 0 ? std::string(std::strerror(-rc)) : fmt::format("exit status {}", rc));
+  // gnuplot's own output (warnings included) goes to gnuplot.log beside the script; it is shown
+  // only when gnuplot fails.
+  const std::string log_path = (fs::path(options.out_dir) / "gnuplot.log").string();
+  const int rc = RunProcess({options.gnuplot, script_path}, log_path);
+  if (rc != 0) {
+    std::string log;
+    try {
+      log = ReadFile(log_path);
+    } catch (const Error&) {
+    }
+    if (log.size() > 2000) log = "..." + log.substr(log.size() - 2000);
+    Fail("gnuplot failed on {} ({}){}{}", script_path,
+         rc < 0 ? std::string(std::strerror(-rc)) : fmt::format("exit status {}", rc),
+         log.empty() ? "" : ":\n", log);
+  }
   for (const std::string& f : files)
     Require(fs::exists(f, ec) && fs::file_size(f, ec) > 0, "{}: gnuplot did not write it", f);
   return files;

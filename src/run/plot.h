@@ -4,10 +4,13 @@
 // grad_norm.png (log scale), throughput.png (tokens/s), mfu.png, and eval_<metric>.png for every eval metric (one line per run and eval set) — plus
 // overview.png with the train panels together. Several runs are overlaid, each labelled by its
 // directory name. Panels without data are skipped. The gnuplot script (plot.gp, data inline) is
-// kept next to the images so a figure can be restyled by hand.
+// kept next to the images so a figure can be restyled by hand; gnuplot's own messages go to
+// gnuplot.log there and are printed only when gnuplot fails. A run given as "." or "dir/" is
+// labelled by its directory's name. Panels whose points share one step or one value get an
+// explicit range (no gnuplot range warnings).
 //
 // Errors: gnuplot missing from PATH (with how to install it), no metrics, a run without
-// metrics.jsonl, gnuplot failing (its exit status).
+// metrics.jsonl, gnuplot failing (its exit status and the end of its output).
 #pragma once
 #include <string>
 #include <vector>

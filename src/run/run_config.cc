@@ -291,6 +291,16 @@ auto ParseList(const std::string& origin, const std::string& key, const YAML::No
 
 // --- loading ---
 
+// The text of a mapping key; Error naming where it is when the key is not a plain scalar (YAML
+// allows "? [a, b]: 1", a sequence or mapping as a key, which no config key is).
+std::string KeyName(const YAML::Node& key, const std::string& origin, const std::string& within) {
+  if (!key.IsScalar())
+    Fail("{}line {}, column {}: a config key must be a plain name, got a {} (in {})",
+         origin.empty() ? "" : origin + ": ", key.Mark().line + 1, key.Mark().column + 1,
+         key.IsMap() ? "mapping" : key.IsSequence() ? "sequence" : "null", within);
+  return key.Scalar();
+}
+
 struct Entry {
   std::string key;  // dotted path
   YAML::Node value;
@@ -309,13 +319,12 @@ void RequireOnce(std::set<std::string>& seen, const std::string& key, const std:
 void Collect(const YAML::Node& node, const std::string& prefix, const std::string& base,
              const std::string& origin, std::vector<Entry>& out, std::set<std::string>& seen) {
   for (auto it = node.begin(); it != node.end(); ++it) {
-    // By value: `it->first` / `it->second` are members of a temporary the iterator's operator->
-    // returns, which ends with the full expression.
-    const YAML::Node key_node = it->first;
-    const YAML::Node v = it->second;
-    const std::string k = key_node.as<std::string>();
+    const std::string k =
+        KeyName(it->first, origin, prefix.empty() ? "the top level" : "'" + prefix + "'");
     const std::string full = prefix.empty() ? k : prefix + "." + k;
     RequireOnce(seen, full, origin);
+    // By value: the iterator's pair is a temporary proxy, a reference to its node would dangle.
+    const YAML::Node v = it->second;
     if (Sections().count(full)) {
       if (v.IsNull()) continue;
       Require(v.IsMap(), "{}config key '{}': expected a mapping (a section), got '{}'",
@@ -371,11 +380,11 @@ std::vector<RunConfig::MixtureSource> ParseMixture(const Entry& e) {
     RunConfig::MixtureSource src;
     std::set<std::string> seen;
     for (auto it = n.begin(); it != n.end(); ++it) {
-      const YAML::Node key_node = it->first;  // by value, as in Collect()
-      const YAML::Node v = it->second;
-      const std::string k = key_node.as<std::string>();
+      const std::string k = KeyName(it->first, o, at);
       const std::string key = at + "." + k;
       RequireOnce(seen, key, o);
+      // By value: the iterator's pair is a temporary proxy, a reference to its node would dangle.
+      const YAML::Node v = it->second;
       if (k == "name") {
         src.name = ParseString(o, key, v);
       } else if (k == "paths") {
@@ -445,7 +454,8 @@ nlohmann::json YamlToJson(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return nullptr;
   if (n.IsMap()) {
     nlohmann::json o = nlohmann::json::object();
-    for (auto it = n.begin(); it != n.end(); ++it) o[it->first.as<std::string>()] = YamlToJson(it->second);
+    for (auto it = n.begin(); it != n.end(); ++it)
+      o[KeyName(it->first, "", "a model value")] = YamlToJson(it->second);
     return o;
   }
   if (n.IsSequence()) {
@@ -524,13 +534,19 @@ ModelConfig ResolveModel(const std::vector<Entry>& entries, const std::string& s
   return ModelConfig::FromHfJson(j, name);
 }
 
-void Validate(RunConfig& c, const std::string& origin) {
-  const std::string w = Where(origin);
+// `origin_of` maps each key given to the origin ("FILE" or "--set KEY") of its last value, so an
+// error blames where the value came from; keys left at their defaults are the file's.
+void Validate(RunConfig& c, const std::string& source,
+              const std::map<std::string, std::string>& origin_of) {
+  auto W = [&](const std::string& key) {
+    auto it = origin_of.find(key);
+    return Where(it == origin_of.end() ? source : it->second);
+  };
   auto positive = [&](int64_t v, const char* key) {
-    Require(v > 0, "{}config key '{}': expected a positive integer, got {}", w, key, v);
+    Require(v > 0, "{}config key '{}': expected a positive integer, got {}", W(key), key, v);
   };
   auto non_negative = [&](int64_t v, const char* key) {
-    Require(v >= 0, "{}config key '{}': expected >= 0, got {}", w, key, v);
+    Require(v >= 0, "{}config key '{}': expected >= 0, got {}", W(key), key, v);
   };
   positive(c.data.seq_len, "data.seq_len");
   positive(c.train.max_steps, "train.max_steps");
@@ -556,53 +572,66 @@ void Validate(RunConfig& c, const std::string& origin) {
   Require(c.train.global_batch_instances % c.train.micro_batch_instances == 0,
           "{}config key 'train.micro_batch_instances': {} does not divide "
           "train.global_batch_instances ({})",
-          w, c.train.micro_batch_instances, c.train.global_batch_instances);
+          W("train.micro_batch_instances"), c.train.micro_batch_instances,
+          c.train.global_batch_instances);
   non_negative(c.train.threads, "train.threads");
   positive(c.train.log_interval, "train.log_interval");
   Require(c.train.z_loss_multiplier >= 0,
-          "{}config key 'train.z_loss_multiplier': expected >= 0, got {}", w,
-          c.train.z_loss_multiplier);
+          "{}config key 'train.z_loss_multiplier': expected >= 0, got {}",
+          W("train.z_loss_multiplier"), c.train.z_loss_multiplier);
   positive(c.train.skip_step.window, "train.skip_step.window");
   Require(c.train.skip_step.min_history >= 3,
           "{}config key 'train.skip_step.min_history': expected >= 3 (std needs 2 values), got {}",
-          w, c.train.skip_step.min_history);
-  Require(c.train.skip_step.sigma > 0, "{}config key 'train.skip_step.sigma': expected > 0", w);
+          W("train.skip_step.min_history"), c.train.skip_step.min_history);
+  Require(c.train.skip_step.sigma > 0, "{}config key 'train.skip_step.sigma': expected > 0",
+          W("train.skip_step.sigma"));
   if (!c.data.mixture.empty()) {
     Require(c.data.paths.empty(),
-            "{}config keys 'data.paths' and 'data.mixture': give one of them, not both", w);
+            "{}config keys 'data.paths' and 'data.mixture': give one of them, not both",
+            W("data.paths"));
     std::set<std::string> names;
     for (size_t i = 0; i < c.data.mixture.size(); ++i) {
       const RunConfig::MixtureSource& m = c.data.mixture[i];
       const std::string at = fmt::format("data.mixture[{}]", i);
       Require(!m.name.empty() && names.insert(m.name).second,
-              "{}config key '{}.name': expected a unique, non-empty name", w, at);
-      Require(!m.paths.empty(), "{}config key '{}.paths': expected at least one path", w, at);
-      Require(m.max_repetition >= 1, "{}config key '{}.max_repetition': expected >= 1, got {}", w,
-              at, m.max_repetition);
+              "{}config key '{}.name': expected a unique, non-empty name", W("data.mixture"), at);
+      Require(!m.paths.empty(), "{}config key '{}.paths': expected at least one path",
+              W("data.mixture"), at);
+      Require(m.max_repetition >= 1, "{}config key '{}.max_repetition': expected >= 1, got {}",
+              W("data.mixture"), at, m.max_repetition);
       if (c.data.mixture_tokens > 0) {
-        Require(m.weight > 0, "{}config key '{}.weight': expected > 0 (data.mixture_tokens splits "
-                "by weight), got {}", w, at, m.weight);
+        Require(m.weight > 0,
+                "{}config key '{}.weight': expected > 0 (data.mixture_tokens splits "
+                "by weight), got {}",
+                W("data.mixture"), at, m.weight);
       } else {
-        Require(m.tokens > 0, "{}config key '{}.tokens': expected > 0 (or set "
-                "data.mixture_tokens and weights), got {}", w, at, m.tokens);
+        Require(m.tokens > 0,
+                "{}config key '{}.tokens': expected > 0 (or set "
+                "data.mixture_tokens and weights), got {}",
+                W("data.mixture"), at, m.tokens);
       }
     }
   }
-  Require(c.data.mixture_tokens >= 0, "{}config key 'data.mixture_tokens': expected >= 0", w);
-  Require(c.data.mixture_seed >= 0, "{}config key 'data.mixture_seed': expected >= 0", w);
+  Require(c.data.mixture_tokens >= 0, "{}config key 'data.mixture_tokens': expected >= 0",
+          W("data.mixture_tokens"));
+  Require(c.data.mixture_seed >= 0, "{}config key 'data.mixture_seed': expected >= 0",
+          W("data.mixture_seed"));
   Require(c.data.dtype == "uint32" || c.data.dtype == "uint16",
-          "{}config key 'data.dtype': expected uint32 or uint16, got '{}'", w, c.data.dtype);
+          "{}config key 'data.dtype': expected uint32 or uint16, got '{}'", W("data.dtype"),
+          c.data.dtype);
   Require(c.data.dtype == "uint32" || c.model.vocab_size <= 65536,
-          "{}config key 'data.dtype': uint16 cannot hold ids of a {}-row vocabulary", w,
-          c.model.vocab_size);
+          "{}config key 'data.dtype': uint16 cannot hold ids of a {}-row vocabulary",
+          W("data.dtype"), c.model.vocab_size);
   Require(c.optim.betas.size() == 2 && c.optim.betas[0] >= 0 && c.optim.betas[0] < 1 &&
               c.optim.betas[1] >= 0 && c.optim.betas[1] < 1,
-          "{}config key 'optim.betas': expected [beta1, beta2] with both in [0, 1)", w);
-  Require(c.optim.eps > 0, "{}config key 'optim.eps': expected > 0, got {}", w, c.optim.eps);
+          "{}config key 'optim.betas': expected [beta1, beta2] with both in [0, 1)",
+          W("optim.betas"));
+  Require(c.optim.eps > 0, "{}config key 'optim.eps': expected > 0, got {}", W("optim.eps"),
+          c.optim.eps);
   Require(c.optim.weight_decay >= 0, "{}config key 'optim.weight_decay': expected >= 0, got {}",
-          w, c.optim.weight_decay);
+          W("optim.weight_decay"), c.optim.weight_decay);
   Require(c.optim.max_grad_norm >= 0, "{}config key 'optim.max_grad_norm': expected >= 0, got {}",
-          w, c.optim.max_grad_norm);
+          W("optim.max_grad_norm"), c.optim.max_grad_norm);
   c.optim.schedule.type = ParseScheduleType(c.optim.schedule_type, "optim.schedule.type");
   if (c.optim.schedule.t_max == 0 && c.optim.schedule.type != ScheduleType::kConstant)
     c.optim.schedule.t_max = c.train.max_steps;
@@ -611,15 +640,17 @@ void Validate(RunConfig& c, const std::string& origin) {
   positive(c.checkpoint.keep, "checkpoint.keep");
   non_negative(c.eval.interval, "eval.interval");
   Require(c.eval.tokenizer == "dolma2" || c.eval.tokenizer == "bytes",
-          "{}config key 'eval.tokenizer': expected dolma2 or bytes, got '{}'", w, c.eval.tokenizer);
+          "{}config key 'eval.tokenizer': expected dolma2 or bytes, got '{}'", W("eval.tokenizer"),
+          c.eval.tokenizer);
   Require(c.eval.leak_guard == "stop" || c.eval.leak_guard == "warn" || c.eval.leak_guard == "off",
-          "{}config key 'eval.leak_guard': expected stop, warn or off, got '{}'", w, c.eval.leak_guard);
+          "{}config key 'eval.leak_guard': expected stop, warn or off, got '{}'",
+          W("eval.leak_guard"), c.eval.leak_guard);
   non_negative(c.fault.kill_at_step, "fault.kill_at_step");
   non_negative(c.fault.kill_in_checkpoint, "fault.kill_in_checkpoint");
   Require(c.fault.kill_in_checkpoint_phase == "files" ||
               c.fault.kill_in_checkpoint_phase == "before_done",
           "{}config key 'fault.kill_in_checkpoint_phase': expected files or before_done, got '{}'",
-          w, c.fault.kill_in_checkpoint_phase);
+          W("fault.kill_in_checkpoint_phase"), c.fault.kill_in_checkpoint_phase);
 }
 
 // --- canonical rendering ---
@@ -774,7 +805,9 @@ RunConfig Build(const YAML::Node& root, const std::string& base, const std::stri
     if (e.key.rfind("model.", 0) == 0) continue;
     ApplyField(c, *FindField(e.key), e);
   }
-  Validate(c, source);
+  std::map<std::string, std::string> origin_of;
+  for (const Entry& e : entries) origin_of[e.key] = e.origin;
+  Validate(c, source, origin_of);
   return c;
 }
 
@@ -818,6 +851,30 @@ std::vector<std::string> TrajectoryDifferences(const RunConfig& a, const RunConf
     if (std::string(ea.c_str()) != std::string(eb.c_str())) diffs.push_back(f.key);
   }
   return diffs;
+}
+
+std::string DescribeTrajectoryDifferences(const RunConfig& before, const RunConfig& now) {
+  auto value_of = [](const RunConfig& c, const std::string& key) -> std::string {
+    if (key.rfind("model.", 0) == 0) {
+      for (const auto& [k, v] : ModelCanonical(c.model))
+        if ("model." + k == key) return v;
+      return "?";
+    }
+    const Field* f = FindField(key);
+    if (f == nullptr) return "?";
+    YAML::Emitter e;
+    EmitValue(e, f->kind, f->ref(const_cast<RunConfig&>(c)));
+    return e.c_str();
+  };
+  std::string out;
+  for (const std::string& k : TrajectoryDifferences(before, now)) {
+    const std::string was = value_of(before, k), is = value_of(now, k);
+    out += fmt::format("{}{} (the run has {}, this config {}", out.empty() ? "" : "; ", k, was, is);
+    // t_max follows train.max_steps unless given: extending a run changes it silently.
+    if (k == "optim.schedule.t_max") out += fmt::format("; pin it with --set {}={}", k, was);
+    out += ")";
+  }
+  return out;
 }
 
 std::vector<ConfigKeyInfo> ConfigKeys() {

@@ -112,6 +112,9 @@ struct RunConfig {
 
 // Trajectory keys whose canonical values differ between a and b (dotted paths; "model.*" keys too).
 std::vector<std::string> TrajectoryDifferences(const RunConfig& a, const RunConfig& b);
+// The same keys with both values, for a refused resume: "optim.schedule.t_max (the run has 100,
+// this config 200; pin it with --set optim.schedule.t_max=100)"; "" when none differs.
+std::string DescribeTrajectoryDifferences(const RunConfig& before, const RunConfig& now);
 
 // Every settable key with its type and a one-line description, for --help and docs.
 struct ConfigKeyInfo {

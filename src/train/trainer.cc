@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/plural.h"
 #include "core/profile.h"
 #include "core/threads.h"
 #include "data/loader.h"
@@ -57,9 +58,7 @@ std::string DescribeDifferences(const std::string& run_dir, const RunConfig& now
   if (!fs::exists(path)) return "(the run's config.yaml is missing, so the keys are unknown)";
   try {
     const RunConfig before = RunConfig::Load(path);
-    std::string keys;
-    for (const std::string& k : TrajectoryDifferences(before, now))
-      keys += (keys.empty() ? "" : ", ") + k;
+    const std::string keys = DescribeTrajectoryDifferences(before, now);
     return keys.empty() ? "(no key differs from config.yaml; the checkpoint is from another run)"
                         : keys;
   } catch (const Error& e) {
@@ -329,15 +328,20 @@ void TrainingRun::OpenOutputs() {
 
   flops_per_token_ = cfg_.model.FlopsPerToken(shape_.seq_len);
   peak_ = opt_.peak_flops;
-  if (peak_ <= 0) peak_ = MeasureGemmPeak().flops_per_s;
+  std::string peak_text = fmt::format("{:.1f} GFLOP/s (given)", peak_ / 1e9);
+  if (peak_ <= 0) {
+    const GemmPeak measured = MeasureGemmPeak();
+    peak_ = measured.flops_per_s;
+    peak_text = measured.Describe();
+  }
   summary_.peak_flops = peak_;
   log_->Line(fmt::format(
-      "training {} -> {}: {} params, {} x {} tokens per step ({} micro-batches of {}{}), {} "
-      "threads, {:.2f} GFLOP/token, GEMM peak {:.1f} GFLOP/s",
+      "training {} -> {}: {} params, {} x {} tokens per step ({} of {}{}), {}, {:.2f} "
+      "GFLOP/token, GEMM peak {}",
       step_, cfg_.train.max_steps, cfg_.model.NumParams(), shape_.global_instances,
-      shape_.seq_len, shape_.local_micro, shape_.micro,
+      shape_.seq_len, Plural(shape_.local_micro, "micro-batch", "micro-batches"), shape_.micro,
       opt_.world > 1 ? fmt::format(" on each of {} ranks", opt_.world) : std::string(),
-      NumThreads(), flops_per_token_ / 1e9, peak_ / 1e9));
+      Plural(NumThreads(), "thread"), flops_per_token_ / 1e9, peak_text));
 
   train_step_.emplace(*model_, reducer_, *optimizer_, skip_, shape_.micro,
                       cfg_.train.z_loss_multiplier);

@@ -56,6 +56,19 @@ bad --instances 16 --seed -1 --epoch 1
 bad --instances 4294967295 --seed 1 --epoch 1
 bad --instances abc --seed 1 --epoch 1
 bad --seed 1 --epoch 1
+bad --instances 16 --seed 1 --epoch 0
+
+# data info: a human summary by default (no JSON), JSON with --json.
+for i in $(seq 1 10); do printf '\x05\x00\x00\x00'; done > "$tmp/ten.npy"
+if ! "$BIN" data info "$tmp/ten.npy" --seq-len 4 > "$tmp/info.txt" 2> "$tmp/info.err"; then
+  echo "FAIL: data info exit $? ($(cat "$tmp/info.err"))"; fail=1
+elif ! grep -q "^2 instances of 4 tokens from 1 token file (uint32" "$tmp/info.txt" ||
+     ! grep -q "ten.npy" "$tmp/info.txt" || grep -q '[{]' "$tmp/info.txt"; then
+  echo "FAIL: data info human form:"; cat "$tmp/info.txt"; fail=1
+fi
+if ! "$BIN" data info "$tmp/ten.npy" --seq-len 4 --json | jq -e '.num_instances == 2' > /dev/null; then
+  echo "FAIL: data info --json"; fail=1
+fi
 
 [ $fail -eq 0 ] && echo "data_order.sh: all checks passed"
 exit $fail

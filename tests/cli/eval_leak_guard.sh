@@ -57,4 +57,10 @@ set +e; "$bin" train tiny.yaml --run-dir same --quiet --set 'data.paths=[clean.n
 [ "$rc" = 2 ] && grep -q "is the evaluation file" same.err || fail "eval file as training data: rc $rc, $(cat same.err)"
 set +e; "$bin" train tiny.yaml --run-dir bad --quiet --set eval.leak_guard=maybe > /dev/null 2> bad.err; rc=$?; set -e
 [ "$rc" = 2 ] && grep -q "eval.leak_guard" bad.err || fail "bad leak_guard value: rc $rc"
+# Rerunning a finished run trains nothing: no leak-guard summary line then.
+short=(--quiet --set train.max_steps=2 --set checkpoint.interval=2 --set eval.interval=0)
+"$bin" train tiny.yaml --run-dir done "${short[@]}" > /dev/null 2> done1.err || fail "short run: $(tail -3 done1.err)"
+grep -q "leak guard (stop): 2 batches scanned" done1.err || fail "short run guard line: $(tail -3 done1.err)"
+"$bin" train tiny.yaml --run-dir done "${short[@]}" > /dev/null 2> done2.err || fail "rerun: $(tail -3 done2.err)"
+if grep -q "leak guard (" done2.err; then fail "finished rerun printed: $(grep 'leak guard (' done2.err)"; fi
 echo "leak guard in train: ok (dirty run stopped at step $step)"

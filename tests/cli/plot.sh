@@ -2,7 +2,7 @@
 # `replica plot`: PNG and SVG panels (loss, lr, grad norm, throughput, eval) for several runs
 # overlaid; a clear error when gnuplot is missing.   usage: plot.sh <replica-binary> <repo-root>
 set -u
-BIN=$1
+BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some checks run from a run dir
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cli_init
 if ! command -v gnuplot > /dev/null; then
@@ -29,6 +29,17 @@ check "no panel for eval timings" '[ ! -e "$tmp/png/eval_time_s.png" ]'
 check "both runs are labelled" "grep -q \"'run-a'\" '$tmp/png/plot.gp' && grep -q \"'run-b'\" '$tmp/png/plot.gp'"
 "$BIN" plot "$tmp/run-a" --format svg > /dev/null; rc=$?
 check "svg into RUN/plots (exit $rc)" '[ $rc -eq 0 ] && grep -q "<svg" "$tmp/run-a/plots/loss.svg"'
+# A run given as "." is labelled by its directory's name, and a one-step run (a single point per
+# series, one eval value) draws without gnuplot range warnings on the terminal.
+mkdir -p "$tmp/one-step"
+echo '{"step":1,"loss":5.5,"lr":0.001,"grad_norm":2,"tokens_per_s":100,"mfu":0.1}' > "$tmp/one-step/metrics.jsonl"
+echo '{"step":1,"eval":{"heldout":{"ppl":300}}}' >> "$tmp/one-step/metrics.jsonl"
+(cd "$tmp/one-step" && "$BIN" plot . --out "$tmp/dot" > /dev/null 2> "$tmp/dot-err"); rc=$?
+check "plot . exits 0 (got $rc)" '[ $rc -eq 0 ]'
+check "plot . labels the run by its directory name" "grep -q \"'one-step'\" '$tmp/dot/plot.gp' && ! grep -q \"title '\\.'\" '$tmp/dot/plot.gp'"
+check "single-point series: nothing from gnuplot on stderr ($(head -c 300 "$tmp/dot-err"))" '[ ! -s "$tmp/dot-err" ]'
+(cd "$tmp/run-a" && "$BIN" plot ./ ../run-b/ --out "$tmp/slash" > /dev/null); rc=$?
+check "plot ./ ../run-b/ labels run-a and run-b (exit $rc)" "grep -q \"'run-a'\" '$tmp/slash/plot.gp' && grep -q \"'run-b'\" '$tmp/slash/plot.gp'"
 PATH=/nonexistent "$BIN" plot "$tmp/run-a" --out "$tmp/x" 2> "$tmp/err"; rc=$?
 check "missing gnuplot: exit 2 with how to install it (got $rc)" \
   '[ $rc -eq 2 ] && grep -q "gnuplot not found" "$tmp/err" && grep -q "apt-get install gnuplot" "$tmp/err"'

@@ -83,6 +83,28 @@ TEST(EvalSuite, RunsEverySetAndTheCanaries) {
   EXPECT_THROW(EvalSuite(std::move(dup), *enc, o), Error);
 }
 
+// Documents longer than the sequence length are scored on a prefix: the suite says so (notes(),
+// logged as a warning) instead of truncating silently; sets that fit get no note.
+TEST(EvalSuite, SaysWhenDocumentsAreTruncated) {
+  auto enc = MakeByteEncoder(256, 257);
+  EvalSuiteOptions o;
+  o.seq_len = 8;
+  std::vector<EvalSet> sets;
+  sets.push_back(ParseEvalSet("{\"id\":\"a\",\"text\":\"a long held out document\"}\n"
+                              "{\"id\":\"b\",\"text\":\"short\"}\n",
+                              "held.jsonl"));
+  EvalSuite suite(std::move(sets), *enc, o);
+  ASSERT_EQ(suite.notes().size(), 1u);
+  EXPECT_NE(suite.notes()[0].find("held: 1 of 2 documents are longer than the sequence length 8"),
+            std::string::npos)
+      << suite.notes()[0];
+  o.seq_len = 64;
+  std::vector<EvalSet> fits;
+  fits.push_back(ParseEvalSet("{\"id\":\"a\",\"text\":\"a long held out document\"}\n",
+                              "held.jsonl"));
+  EXPECT_TRUE(EvalSuite(std::move(fits), *enc, o).notes().empty());
+}
+
 nlohmann::json EvalLine(int64_t step, double ce, double acc, bool alarm = false) {
   return {{"step", step},
           {"eval", {{"held", {{"kind", "perplexity"}, {"ce_loss", ce}, {"ppl", std::exp(ce)}, {"tokens", 100}}},

@@ -151,6 +151,45 @@ TEST(Compare, EvalMetricsAndNonFiniteValues) {
   EXPECT_TRUE(CompareRuns(Log(a), Log(b), Metrics({"loss", "lr"})).pass);
 }
 
+// Text values such as eval.<set>.kind are labels: listed apart from the numeric metrics, with no
+// max_abs_diff, and a differing label still fails the comparison.
+TEST(Compare, TextValuesAreLabelsNotMetrics) {
+  auto with_kind = [](const char* kind) {
+    auto lines = Trajectory();
+    lines.push_back({{"step", 10}, {"eval", {{"set", {{"kind", kind}, {"ppl", 12.5}}}}}});
+    return lines;
+  };
+  auto flatten = [](std::vector<nlohmann::json> lines) {
+    // As ReadMetrics flattens an eval line: eval.<set>.<metric>.
+    for (auto& j : lines)
+      if (j.contains("eval")) {
+        for (const auto& [set, m] : j["eval"].items())
+          for (const auto& [k, v] : m.items()) j["eval." + set + "." + k] = v;
+        j.erase("eval");
+      }
+    return lines;
+  };
+  CompareReport same = CompareRuns(Log(flatten(with_kind("perplexity"))),
+                                   Log(flatten(with_kind("perplexity"))), {});
+  EXPECT_TRUE(same.pass) << same.ToText();
+  for (const auto& m : same.compared) EXPECT_NE(m.name, "eval.set.kind");
+  ASSERT_EQ(same.labels.size(), 1u);
+  EXPECT_EQ(same.labels[0].name, "eval.set.kind");
+  EXPECT_TRUE(same.ToJson()["labels"].contains("eval.set.kind"));
+  EXPECT_FALSE(same.ToJson()["metrics"].contains("eval.set.kind"));
+
+  CompareReport diff = CompareRuns(Log(flatten(with_kind("perplexity"))),
+                                   Log(flatten(with_kind("multiple_choice"))), {});
+  EXPECT_FALSE(diff.pass);
+  ASSERT_EQ(diff.labels.size(), 1u);
+  EXPECT_EQ(diff.labels[0].differing_steps, 1);
+  const std::string text = diff.ToText();
+  EXPECT_NE(text.find("labels (text, compared for equality)"), std::string::npos) << text;
+  // The numeric table does not list the label with a meaningless "0" difference.
+  const std::string table = text.substr(0, text.find("labels ("));
+  EXPECT_EQ(table.find("eval.set.kind"), std::string::npos) << text;
+}
+
 TEST(Compare, LargeIntegersComparedExactly) {
   auto a = Trajectory();
   auto b = Trajectory();

@@ -75,6 +75,69 @@ TEST(RunConfig, DemoPresetLoads) {
   EXPECT_GT(c.train.max_steps, 0);
 }
 
+// The demo's token files are found where scripts/demo writes them (<repository>/demo-data), so the
+// preset works with any build folder.
+TEST(RunConfig, DemoPresetReadsTheRepositoryDemoData) {
+  const RunConfig c = RunConfig::Load(kConfigs + "demo.yaml");
+  const std::string root =
+      std::filesystem::path(REPLICA_SOURCE_DIR).lexically_normal().string();
+  ASSERT_EQ(c.data.paths.size(), 2u);
+  EXPECT_EQ(c.data.paths[0], (std::filesystem::path(root) / "demo-data/sotu.npy").string());
+  EXPECT_EQ(c.data.paths[1], (std::filesystem::path(root) / "demo-data/moby_dick.npy").string());
+}
+
+// A value given with --set that fails validation is blamed on that --set, not on the YAML file.
+TEST(RunConfig, ValidationErrorsNameWhereTheValueCameFrom) {
+  auto err = [](std::vector<std::string> sets) {
+    return ErrorOf([&] { RunConfig::FromYaml(kTiny, "/b", sets, "x.yaml"); });
+  };
+  std::string e = err({"optim.eps=-1"});
+  EXPECT_NE(e.find("--set optim.eps: config key 'optim.eps'"), std::string::npos) << e;
+  EXPECT_EQ(e.find("x.yaml"), std::string::npos) << e;
+  e = err({"checkpoint.keep=0"});
+  EXPECT_NE(e.find("--set checkpoint.keep: "), std::string::npos) << e;
+  e = err({"train.micro_batch_instances=3"});
+  EXPECT_NE(e.find("--set train.micro_batch_instances: "), std::string::npos) << e;
+  // The same value in the file is the file's.
+  e = ErrorOf([] {
+    RunConfig::FromYaml(std::string(kTiny) + "checkpoint: {keep: 0}\n", "/b", {}, "x.yaml");
+  });
+  EXPECT_NE(e.find("x.yaml: config key 'checkpoint.keep'"), std::string::npos) << e;
+}
+
+// Extending a finished run (more steps, t_max defaulting to max_steps) is refused naming
+// optim.schedule.t_max with both values and the --set that keeps the run's schedule.
+TEST(RunConfig, TrajectoryDifferencesNameTheValueToPin) {
+  const RunConfig run = RunConfig::FromYaml(kTiny, "/b");
+  const RunConfig longer = RunConfig::FromYaml(kTiny, "/b", {"train.max_steps=20"});
+  const std::string d = DescribeTrajectoryDifferences(run, longer);
+  EXPECT_NE(d.find("optim.schedule.t_max (the run has 10, this config 20; pin it with --set "
+                   "optim.schedule.t_max=10)"),
+            std::string::npos)
+      << d;
+  const RunConfig pinned =
+      RunConfig::FromYaml(kTiny, "/b", {"train.max_steps=20", "optim.schedule.t_max=10"});
+  EXPECT_EQ(DescribeTrajectoryDifferences(run, pinned), "");
+  const RunConfig other_lr = RunConfig::FromYaml(kTiny, "/b", {"optim.lr=2e-3"});
+  EXPECT_NE(DescribeTrajectoryDifferences(run, other_lr).find("optim.lr (the run has 0.001, this "
+                                                              "config 0.002)"),
+            std::string::npos)
+      << DescribeTrajectoryDifferences(run, other_lr);
+}
+
+// Found by fuzz/run_config (corpus file fuzz/corpus/run_config/complex-key): YAML's "? key"
+// syntax makes a mapping a key; it is refused as an Error naming the line, not a yaml-cpp
+// conversion exception.
+TEST(RunConfig, NonScalarKeysAreRefusedWithTheirLine) {
+  std::string e = ErrorOf([] {
+    RunConfig::FromYaml(std::string(kTiny) + "checkpoint:\n? {a: 1}: 2\n", "/b", {}, "x.yaml");
+  });
+  EXPECT_NE(e.find("x.yaml: line "), std::string::npos) << e;
+  EXPECT_NE(e.find("a config key must be a plain name, got a mapping"), std::string::npos) << e;
+  e = ErrorOf([] { RunConfig::FromYaml("? [a, b]\n: 1\n", "/b", {}, "y.yaml"); });
+  EXPECT_NE(e.find("got a sequence (in the top level)"), std::string::npos) << e;
+}
+
 TEST(RunConfig, OverridesWithDesignKeys) {
   const std::string base = "/base";
   const RunConfig c = RunConfig::FromYaml(

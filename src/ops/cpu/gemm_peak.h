@@ -1,18 +1,48 @@
-// The denominator of MFU (docs/design.md §6): the fp32 GEMM rate this machine reaches in this process,
-// with the same Sgemm (ops/cpu/gemm.h) and thread count the model uses, on a square problem large
-// enough to be compute bound. Best of several timed calls after a warm-up.
+// The denominator of MFU (docs/design.md §6): the fp32 GEMM rate this machine reaches, with the
+// same Sgemm (ops/cpu/gemm.h) and thread count the model uses, on a square problem large enough
+// to be compute bound.
+//
+// One timing is at the mercy of whatever else the machine runs (on a shared machine the rate of
+// one 0.5 s window swung 54-151 GFLOP/s), so the measurement is several short trials spread over
+// a fixed budget, keeping the fastest call: load only ever slows a GEMM down, so the fastest call
+// is the closest to what the hardware does. With a cache file the peak is also the highest rate
+// ever measured on this machine for the same key (CPU model, thread count, problem size, BLAS
+// kernel), so MFU figures of different runs share one denominator once the cache has seen a quiet
+// moment. Describe() says which peak was used.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace replica {
 
-struct GemmPeak {
-  double flops_per_s = 0;  // 2·n³ / best time
-  int64_t n = 0;           // problem size used
-  double seconds = 0;      // time spent measuring
+struct GemmPeakOptions {
+  int64_t n = 1024;          // problem size n x n x n
+  int trials = 5;            // short trials, each the fastest of its calls
+  double trial_s = 0.08;     // time per trial (at least 2 calls each)
+  double pause_s = 0.04;     // idle time between trials, to sample different moments
+  // "" = DefaultGemmPeakCachePath(); "off" = no cache (the peak is this process's measurement).
+  std::string cache_path;
 };
 
-// Measures for about `budget_s` seconds (at least 3 timed calls).
-GemmPeak MeasureGemmPeak(int64_t n = 1024, double budget_s = 0.5);
+struct GemmPeak {
+  double flops_per_s = 0;           // the MFU denominator: max(measured, cached)
+  double measured_flops_per_s = 0;  // fastest call in this process: 2·n³ / best time
+  double median_trial_flops_per_s = 0;  // median over trials of each trial's fastest call
+  double cached_flops_per_s = 0;    // best earlier measurement for this key (0 = none)
+  int trials = 0;
+  int64_t n = 0;
+  double seconds = 0;               // time spent measuring
+  std::string cache_path;           // "" when no cache was used
+  std::string key;                  // cache key: CPU model, threads, n, BLAS kernel
+  // e.g. "151.2 GFLOP/s (best on this machine, cached in ~/.cache/replica/gemm-peak.json;
+  // this process 98.1, median of 5 trials 90.3)".
+  std::string Describe() const;
+};
+
+GemmPeak MeasureGemmPeak(const GemmPeakOptions& options = {});
+
+// $REPLICA_GEMM_PEAK_CACHE when set ("off" disables), else $XDG_CACHE_HOME/replica/gemm-peak.json,
+// else $HOME/.cache/replica/gemm-peak.json; "off" when none of these is known.
+std::string DefaultGemmPeakCachePath();
 
 }  // namespace replica
