@@ -40,7 +40,9 @@ bool IsShardName(const std::string& name) {  // model-00001-of-00003.safetensors
 // What an export writes into its directory.
 bool IsExportFile(const std::string& name) {
   return name == kConfigFile || name == HfCheckpoint::kSingleFile ||
-         name == HfCheckpoint::kIndexFile || IsShardName(name);
+         name == HfCheckpoint::kIndexFile || IsShardName(name) ||
+         name == "generation_config.json" || name == "tokenizer.json" ||
+         name == "tokenizer_config.json" || name == "special_tokens_map.json";
 }
 
 // What an import writes: a weights-only checkpoint.

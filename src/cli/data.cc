@@ -376,7 +376,7 @@ CommandRegistration reg(
       batch->add_option("--tokens", ba->head_tokens, "tokens shown per instance (default 16)");
       batch->add_option("--tokenizer", ba->tokenizer,
                         "decode with: dolma2 (default), a tokenizer.json path, or none");
-      batch->add_flag("--json", ba->json, "print JSON");
+      batch->add_flag("--json", ba->json, "print JSON on stdout");
 
       return [=]() -> int {
         if (order->parsed()) return RunOrder(*oa);

@@ -192,7 +192,7 @@ CommandRegistration reg(
                    "against the bound (weight bytes per step / bandwidth)");
       app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at the end-of-sequence token");
       app.add_option("--threads", a->threads, "threads (default: all cores)");
-      app.add_flag("--json", a->json, "one JSON object per prompt instead of streamed text");
+      app.add_flag("--json", a->json, "one object per prompt as JSON on stdout (no streamed text)");
       return [a] { return RunGenerate(*a); };
     });
 

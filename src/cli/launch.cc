@@ -1,7 +1,7 @@
 // replica launch --ranks 4,2,1 [--max-retries N] [--mpirun PATH] [--mpirun-arg ARG ...]
 //                -- train CONFIG.yaml --run-dir DIR [...]
 // Runs a training command under mpirun and restarts it from the newest complete checkpoint,
-// with the next rank count of the schedule, when the job fails (dist/launch.h).
+// with the next rank count of the schedule, when the job fails (parallel/launch.h).
 #include <memory>
 #include <string>
 #include <vector>

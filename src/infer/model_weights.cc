@@ -1,6 +1,7 @@
 #include "infer/model_weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -57,7 +58,8 @@ void ModelWeights::ToF32(const std::string& name, float* dst) const {
   const TensorInfo& t = checkpoint_.Get(name);
   const int64_t n = t.numel();
   constexpr int64_t kBlock = int64_t{1} << 16;
-#pragma omp parallel for schedule(static) if (n > 4 * kBlock)
+  int64_t first_bad = n;  // the first NaN/Inf element, n when none
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (n > 4 * kBlock)
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
     switch (t.dtype) {
@@ -77,7 +79,15 @@ void ModelWeights::ToF32(const std::string& name, float* dst) const {
       default:
         break;  // refused at Open()
     }
+    for (int64_t i = b; i < e; ++i) {
+      if (!std::isfinite(dst[i])) {
+        first_bad = std::min(first_bad, i);
+        break;
+      }
+    }
   }
+  Require(first_bad == n, "{}: tensor '{}' holds {} at element {} (of {}): refusing non-finite "
+          "weights", source_, name, dst[first_bad < n ? first_bad : 0], first_bad, n);
 }
 
 void ModelWeights::Release(const std::string& name) const {

@@ -26,7 +26,8 @@ class ModelWeights {
   const HfCheckpoint& checkpoint() const { return checkpoint_; }
 
   const TensorInfo& Get(const std::string& name) const { return checkpoint_.Get(name); }
-  // Widens tensor `name` to fp32 into dst (exactly numel floats), in parallel.
+  // Widens tensor `name` to fp32 into dst (exactly numel floats), in parallel; Error naming the
+  // tensor and element when a value is NaN or Inf.
   void ToF32(const std::string& name, float* dst) const;
   // Drops the resident pages of tensor `name` (see ReleaseMappedPages): after a layer has been
   // widened, its stored bytes need not stay in this process's memory.

@@ -552,7 +552,7 @@ void Validate(RunConfig& c, const std::string& source,
   positive(c.train.max_steps, "train.max_steps");
   positive(c.train.global_batch_instances, "train.global_batch_instances");
   auto at_most = [&](int64_t v, int64_t max, const char* key) {
-    Require(v <= max, "{}config key '{}': {} is larger than {}, the most replica accepts", w, key,
+    Require(v <= max, "{}config key '{}': {} is larger than {}, the most replica accepts", W(key), key,
             v, max);
   };
   at_most(c.data.seq_len, int64_t{1} << 24, "data.seq_len");
@@ -564,7 +564,7 @@ void Validate(RunConfig& c, const std::string& source,
                    "'train.global_batch_instances' * 'data.seq_len' (tokens per step)");
     (void)CheckedMul(c.train.max_steps, per_step, "'train.max_steps' * tokens per step");
   } catch (const Error& e) {
-    Fail("{}config: {}", w, e.what());
+    Fail("{}config: {}", W("train.max_steps"), e.what());
   }
   non_negative(c.train.micro_batch_instances, "train.micro_batch_instances");
   if (c.train.micro_batch_instances == 0)

@@ -22,9 +22,11 @@
 #include "optim/adamw.h"
 #include "optim/skip_step.h"
 #include "parallel/thread_group.h"
+#include "parallel/collectives.h"
 #include "parallel/zero1.h"
 #include "testing/util.h"
 #include "train/grad_accum.h"
+#include "train/grad_reducer.h"
 #include "train/train_step.h"
 
 namespace replica {
@@ -249,6 +251,12 @@ TEST(BackendSeam, ModelOverTheTableHasTheCpuBitsAndCallsEveryModelOp) {
   EXPECT_EQ(calls.at("Zero"), L + 2);
 }
 
+FlatBuffer CopyOf(const FlatBuffer& b) {
+  FlatBuffer c(b.size());
+  std::memcpy(c.data(), b.data(), b.size() * sizeof(float));
+  return c;
+}
+
 struct StepRun {
   FlatBuffer params, m, v;
   std::vector<StepOutcome> outcomes;
@@ -265,7 +273,8 @@ StepRun RunTrainSteps(const Backend& backend) {
   ac.max_grad_norm = 0.05;  // clipping active
   AdamW adam(model.layout(), ac, model.backend());
   SkipStepRule skip(SkipStepConfig{});
-  TrainStep step(model, adam, skip, mu, 1e-4);
+  LocalGradReducer reducer;
+  TrainStep step(model, reducer, adam, skip, mu, 1e-4);
   StepRun r;
   for (int k = 0; k < 2; ++k) {
     std::vector<int32_t> ids, labels;
@@ -273,8 +282,8 @@ StepRun RunTrainSteps(const Backend& backend) {
     r.outcomes.push_back(step.Run(ids.data(), labels.data(), rows, T, 1e-3));
   }
   r.params = std::move(model.params());
-  r.m = std::move(adam.m());
-  r.v = std::move(adam.v());
+  r.m = CopyOf(adam.m());
+  r.v = CopyOf(adam.v());
   return r;
 }
 
@@ -321,11 +330,14 @@ std::pair<FlatBuffer, FlatBuffer> RunZero1(const Backend& backend, const ParamLa
     std::normal_distribution<float> normal(0.0f, 0.02f);
     for (size_t i = 0; i < n; ++i) params.data()[i] = normal(rng);
     for (size_t i = 0; i < n; ++i) m0.data()[i] = normal(rng) * 0.1f;
-    for (size_t i = 0; i < n; ++i) v0.data()[i] = normal(rng) * normal(rng);
+    for (size_t i = 0; i < n; ++i) {
+      const float z = normal(rng);
+      v0.data()[i] = z * z;  // a second moment is never negative
+    }
     AdamWConfig ac;
     ac.no_decay = {};
     parallel::Zero1AdamW opt(layout, ac, comm, backend);
-    opt.LoadState(m0, v0, 3);
+    opt.LoadState(OptimizerState{std::move(m0), std::move(v0), 3});
     TreeAccumulator acc(n, 2, backend);
     FlatBuffer g(n);
     for (int leaf = 0; leaf < 2; ++leaf) {
@@ -333,19 +345,16 @@ std::pair<FlatBuffer, FlatBuffer> RunZero1(const Backend& backend, const ParamLa
       for (size_t i = 0; i < n; ++i) g.data()[i] += normal(grng);
       acc.Add(g, {});
     }
-    const double norm = opt.ReduceGradients(g);
-    opt.ScaleShard(g, 0.5);
+    parallel::TreeReduceScatter(comm, g.data(), opt.plan(), backend);
+    const double norm = parallel::ShardedGradNorm(comm, g.data(), opt.plan(), backend);
+    backend.Scale(g.data() + opt.shard_begin(),
+                  static_cast<int64_t>(opt.shard_end() - opt.shard_begin()), 0.5);
     opt.Step(params, g, 1e-3, ClipCoefficient(norm, 1.0));
-    FlatBuffer m_full, v_full;
-    if (comm.rank() == 0) {
-      m_full = FlatBuffer(n);
-      v_full = FlatBuffer(n);
-    }
-    opt.GatherState(&m_full, &v_full);
+    const OptimizerState* full = opt.SaveState();  // collective; rank 0 gets the full state
     std::lock_guard<std::mutex> lock(mu);
     if (comm.rank() == 0) {
       out_params = std::move(params);
-      out_m = std::move(m_full);
+      out_m = CopyOf(full->m);
     }
   });
   return {std::move(out_params), std::move(out_m)};
