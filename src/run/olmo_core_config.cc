@@ -1368,15 +1368,15 @@ std::string Importer::EmitYaml() {
                "share one shape");
       if (!ob.rope_scaling_class.empty())
         Refuse(ob.rope_scaling_path,
-               fmt::format("{} on layer {}: replica's ModelConfig has no RoPE scaling on this "
-                           "branch (per-layer RopeParams are being added as "
-                           "ModelConfig::RopeFor); refused rather than trained without it",
+               fmt::format("{} on layer {}: importing OLMo-core's RoPE scaling is not implemented "
+                           "(write model.rope_parameters in a replica YAML instead); refused "
+                           "rather than trained without it",
                            ShortClass(ob.rope_scaling_class), l));
     }
     if (!b.rope_scaling_class.empty())
       Refuse(b.rope_scaling_path,
-             fmt::format("{}: replica's ModelConfig has no RoPE scaling on this branch "
-                         "(ModelConfig::RopeFor is being added); refused",
+             fmt::format("{}: importing OLMo-core's RoPE scaling is not implemented (write "
+                         "model.rope_parameters in a replica YAML instead); refused",
                          ShortClass(b.rope_scaling_class)));
     int64_t window = 0;
     std::string window_from;
