@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/compute_flags.h"
 #include "core/threads.h"
 #include "eval/parity.h"
 
@@ -13,6 +14,7 @@ struct ParityArgs {
   replica::ParityOptions options;
   bool json = false;
   int threads = 0;
+  replica::cli::ComputeFlags compute;
 };
 
 replica::cli::CommandRegistration reg(
@@ -36,7 +38,11 @@ replica::cli::CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
       app.add_flag("--json", a->json, "print JSON to stdout");
+      a->compute.Add(app);
       return [a] {
+        const replica::ComputeSettings compute = a->compute.Apply();
+        a->options.precision = compute.precision;
+        a->options.compute = compute.ToJson();
         replica::SetNumThreads(a->threads);
         replica::ParityReport r = replica::RunParity(a->options);
         if (a->json) {

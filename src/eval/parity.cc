@@ -94,6 +94,7 @@ ParityReport RunParity(const ParityOptions& o) {
   }
 
   Olmo3Model model(config, B, T);
+  model.set_precision(o.precision);
   LoadHfWeights(o.model_dir, model.layout(), model.params());
 
   std::vector<float> logits(static_cast<size_t>(N * V));
@@ -198,14 +199,16 @@ nlohmann::ordered_json ParityReport::ToJson() const {
   j["thresholds"] = {{"max_kl", options.max_kl},
                      {"min_top1", options.min_top1},
                      {"max_grad_rel", options.grads ? json(options.max_grad_rel) : json(nullptr)}};
+  j["precision"] = PrecisionName(options.precision);
+  if (!options.compute.is_null()) j["compute"] = options.compute;
   j["model"] = options.model_dir;
   j["reference"] = options.reference_path;
   return j;
 }
 
 std::string ParityReport::ToText() const {
-  std::string s = fmt::format("parity of {} against {} ({} positions)\n", options.model_dir,
-                              options.reference_path, positions);
+  std::string s = fmt::format("parity of {} ({}) against {} ({} positions)\n", options.model_dir,
+                              PrecisionName(options.precision), options.reference_path, positions);
   s += fmt::format("  KL(ref || model)    mean {:.3e}  max {:.3e}   (max allowed {:.1e})\n", kl_mean,
                    kl_max, options.max_kl);
   s += fmt::format("  top-1 agreement     {:.6f}                (min {})\n", top1_agreement,

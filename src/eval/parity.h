@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "ops/cpu/precision.h"
+
 namespace replica {
 
 struct ParityOptions {
@@ -20,6 +22,8 @@ struct ParityOptions {
   double max_kl = 1e-6;        // bound on the largest per-position KL(P_ref || P_model)
   double min_top1 = 1.0;       // bound on the fraction of positions with the same argmax
   double max_grad_rel = 1e-4;  // bound on max over parameters of ‖g − g_ref‖ / ‖g_ref‖
+  Precision precision = Precision::kFp32;  // what the model's matmuls are fed
+  nlohmann::json compute;      // the compute settings in use, copied into the JSON report
 };
 
 struct ParityReport {

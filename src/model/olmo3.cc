@@ -116,6 +116,7 @@ struct GradScratch {
 struct Olmo3Model::Impl {
   ModelConfig config;
   ParamLayout layout;
+  Precision prec = Precision::kFp32;
   int64_t max_batch, max_seq;
   int64_t D, I, V, L, H, KV, hd, Qd, KVd;  // Qd = H*hd, KVd = KV*hd
   FlatBuffer params, grads, acts_buffer;
@@ -262,22 +263,22 @@ void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T) {
   LayerActivations& a = acts[l];
   float* out = l + 1 < L ? acts[l + 1].x : final_in;
   // Attention, with QK-norm over the whole projection, then RoPE.
-  LinearForward(a.x, p.q_proj, N, D, Qd, a.q_raw);
-  LinearForward(a.x, p.k_proj, N, D, KVd, a.k_raw);
-  LinearForward(a.x, p.v_proj, N, D, KVd, a.v);
+  LinearForward(a.x, p.q_proj, N, D, Qd, a.q_raw, prec);
+  LinearForward(a.x, p.k_proj, N, D, KVd, a.k_raw, prec);
+  LinearForward(a.x, p.v_proj, N, D, KVd, a.v, prec);
   RMSNormForward(a.q_raw, p.q_norm, N, Qd, config.rms_norm_eps, a.q, a.rstd_q);
   RMSNormForward(a.k_raw, p.k_norm, N, KVd, config.rms_norm_eps, a.k, a.rstd_k);
   const RopeTable& rope = ropes[rope_of_layer[l]];
   RopeForward(rope, a.q, B, T, H, a.q);
   RopeForward(rope, a.k, B, T, KV, a.k);
-  AttentionForward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse);
-  LinearForward(a.att, p.o_proj, N, Qd, D, a.a);
+  AttentionForward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, prec);
+  LinearForward(a.att, p.o_proj, N, Qd, D, a.a, prec);
   RMSNormAddForward(a.a, p.attn_norm, a.x, N, D, config.rms_norm_eps, a.h, a.rstd_a);
   // SwiGLU MLP.
-  LinearForward(a.h, p.gate_proj, N, D, I, a.g);
-  LinearForward(a.h, p.up_proj, N, D, I, a.u);
+  LinearForward(a.h, p.gate_proj, N, D, I, a.g, prec);
+  LinearForward(a.h, p.up_proj, N, D, I, a.u, prec);
   SwiGLUForward(a.g, a.u, N * I, a.s);
-  LinearForward(a.s, p.down_proj, N, I, D, a.m);
+  LinearForward(a.s, p.down_proj, N, I, D, a.m, prec);
   RMSNormAddForward(a.m, p.ff_norm, a.h, N, D, config.rms_norm_eps, out, a.rstd_m);
 }
 
@@ -292,21 +293,22 @@ void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T) {
   Zero(d.dm, N * D);
   RMSNormBackward(a.m, p.ff_norm, a.rstd_m, dres, N, D, d.dm, g.ff_norm);
   Zero(d.ds, N * I);
-  LinearBackward(a.s, p.down_proj, d.dm, N, I, D, d.ds, g.down_proj);
+  LinearBackward(a.s, p.down_proj, d.dm, N, I, D, d.ds, g.down_proj, prec);
   Zero(d.dg, N * I);
   Zero(d.du, N * I);
   SwiGLUBackward(a.g, a.u, d.ds, N * I, d.dg, d.du);
-  LinearBackward(a.h, p.up_proj, d.du, N, D, I, dres, g.up_proj);
-  LinearBackward(a.h, p.gate_proj, d.dg, N, D, I, dres, g.gate_proj);
+  LinearBackward(a.h, p.up_proj, d.du, N, D, I, dres, g.up_proj, prec);
+  LinearBackward(a.h, p.gate_proj, d.dg, N, D, I, dres, g.gate_proj, prec);
   // Attention.
   Zero(d.da, N * D);
   RMSNormBackward(a.a, p.attn_norm, a.rstd_a, dres, N, D, d.da, g.attn_norm);
   Zero(d.datt, N * Qd);
-  LinearBackward(a.att, p.o_proj, d.da, N, Qd, D, d.datt, g.o_proj);
+  LinearBackward(a.att, p.o_proj, d.da, N, Qd, D, d.datt, g.o_proj, prec);
   Zero(d.dq, N * Qd);
   Zero(d.dk, N * KVd);
   Zero(d.dv, N * KVd);
-  AttentionBackward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, d.datt, d.dq, d.dk, d.dv);
+  AttentionBackward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, d.datt, d.dq, d.dk, d.dv,
+                    prec);
   Zero(d.dk_norm, N * KVd);
   Zero(d.dq_norm, N * Qd);
   const RopeTable& rope = ropes[rope_of_layer[l]];
@@ -316,9 +318,9 @@ void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T) {
   Zero(d.dq_raw, N * Qd);
   RMSNormBackward(a.k_raw, p.k_norm, a.rstd_k, d.dk_norm, N, KVd, d.dk_raw, g.k_norm);
   RMSNormBackward(a.q_raw, p.q_norm, a.rstd_q, d.dq_norm, N, Qd, d.dq_raw, g.q_norm);
-  LinearBackward(a.x, p.v_proj, d.dv, N, D, KVd, dres, g.v_proj);
-  LinearBackward(a.x, p.k_proj, d.dk_raw, N, D, KVd, dres, g.k_proj);
-  LinearBackward(a.x, p.q_proj, d.dq_raw, N, D, Qd, dres, g.q_proj);
+  LinearBackward(a.x, p.v_proj, d.dv, N, D, KVd, dres, g.v_proj, prec);
+  LinearBackward(a.x, p.k_proj, d.dk_raw, N, D, KVd, dres, g.k_proj, prec);
+  LinearBackward(a.x, p.q_proj, d.dq_raw, N, D, Qd, dres, g.q_proj, prec);
 }
 
 void Olmo3Model::Impl::Forward(const int32_t* tokens, int64_t B, int64_t T) {
@@ -333,6 +335,8 @@ Olmo3Model::Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max
 Olmo3Model::~Olmo3Model() = default;
 
 const ModelConfig& Olmo3Model::config() const { return impl_->config; }
+Precision Olmo3Model::precision() const { return impl_->prec; }
+void Olmo3Model::set_precision(Precision precision) { impl_->prec = precision; }
 const ParamLayout& Olmo3Model::layout() const { return impl_->layout; }
 FlatBuffer& Olmo3Model::params() { return impl_->params; }
 FlatBuffer& Olmo3Model::grads() { return impl_->grads; }
@@ -347,7 +351,8 @@ CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_
   // logits = xf lm_head^T, fused with CE + z-loss and their backward.
   Zero(m.d.dxf, N * D);
   CrossEntropySums s = LmHeadLossForwardBackward(m.xf, m.w.lm_head, labels, N, D, m.V, grad_scale,
-                                                 z_loss_multiplier, m.lm_ws, m.d.dxf, m.dw.lm_head);
+                                                 z_loss_multiplier, m.lm_ws, m.d.dxf, m.dw.lm_head,
+                                                 m.prec);
   // xf = RMSNorm(final_in)
   Zero(m.d.dres, N * D);
   RMSNormBackward(m.final_in, m.w.final_norm, m.rstd_f, m.d.dxf, N, D, m.d.dres, m.dw.final_norm);
@@ -363,7 +368,8 @@ CrossEntropySums Olmo3Model::ForwardLoss(const int32_t* tokens, const int32_t* l
   Require(labels != nullptr, "Olmo3Model::ForwardLoss: labels are required");
   m.Validate(tokens, labels, B, T);
   m.Forward(tokens, B, T);
-  CrossEntropySums s = LmHeadLossForward(m.xf, m.w.lm_head, labels, B * T, m.D, m.V, m.lm_ws);
+  CrossEntropySums s = LmHeadLossForward(m.xf, m.w.lm_head, labels, B * T, m.D, m.V, m.lm_ws,
+                                         m.prec);
   return s;
 }
 
@@ -371,7 +377,7 @@ void Olmo3Model::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, floa
   Impl& m = *impl_;
   m.Validate(tokens, nullptr, B, T);
   m.Forward(tokens, B, T);
-  LinearForward(m.xf, m.w.lm_head, B * T, m.D, m.V, logits);
+  LinearForward(m.xf, m.w.lm_head, B * T, m.D, m.V, logits, m.prec);
 }
 
 }  // namespace replica

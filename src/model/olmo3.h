@@ -7,6 +7,7 @@
 
 #include "model/model_config.h"
 #include "ops/cpu/cross_entropy.h"
+#include "ops/cpu/precision.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
@@ -17,6 +18,10 @@ class Olmo3Model {
   ~Olmo3Model();
 
   const ModelConfig& config() const;
+  // What every matmul is fed (ops/cpu/precision.h); fp32 unless set. Parameters, gradients,
+  // activations and everything outside the matmuls stay fp32 in either mode.
+  Precision precision() const;
+  void set_precision(Precision precision);
   const ParamLayout& layout() const;
   FlatBuffer& params();
   FlatBuffer& grads();
