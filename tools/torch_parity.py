@@ -130,6 +130,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("case", help="directory with config.json, model.safetensors, io.safetensors")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--grads", action="store_true",
+                    help="also the relative error ||g_bf16 - g_fp32|| / ||g_fp32|| of all parameter "
+                         "gradients of the mean CE over io's labels (autocast vs float32)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     for f in ("config.json", "model.safetensors", "io.safetensors"):
@@ -147,6 +150,20 @@ def main():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             logits = model.forward(ids)
         out["bf16_autocast"] = stats(truth, logits.float())
+    if args.grads:
+        labels = torch.from_numpy(io["labels"].astype(np.int64))
+        grads = {}
+        for mode in ("fp32", "bf16"):
+            for t in model.w.values():
+                t.requires_grad_(True)
+                t.grad = None
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bf16"):
+                logits = model.forward(ids)
+            loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100)
+            loss.backward()
+            grads[mode] = torch.cat([t.grad.flatten().double() for t in model.w.values()])
+        diff = (grads["bf16"] - grads["fp32"]).norm() / grads["fp32"].norm()
+        out["grad_rel_err_bf16_vs_fp32"] = diff.item()
     print(json.dumps(out))
 
 

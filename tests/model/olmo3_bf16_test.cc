@@ -1,6 +1,7 @@
 // The Olmo 3 model in bf16 precision on the float64 fixtures: logits stay close to the truth (KL
 // within the bf16 noise floor) but are not the fp32 ones, the loss and the gradients follow fp32
-// to bf16 accuracy, and forward and backward are bit-identical for any thread count.
+// to bf16 accuracy (no worse than PyTorch autocast's), and forward and backward are bit-identical
+// for any thread count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -85,7 +86,11 @@ TEST(Olmo3Bf16, GradientsTrackFp32AndAreThreadCountIndependent) {
     SetNumThreads(threads);
     model.set_precision(p);
     model.grads().Zero();
-    const LossSums s = model.ForwardBackward(c.ids.data(), c.labels.data(), c.B, c.T, 0.01, 1e-4);
+    // The mean CE over the labels, as tools/torch_parity.py --grads differentiates.
+    int64_t tokens = 0;
+    for (int32_t y : c.labels) tokens += y != kIgnoreIndex;
+    const LossSums s = model.ForwardBackward(c.ids.data(), c.labels.data(), c.B, c.T,
+                                             1.0 / static_cast<double>(tokens), 0.0);
     g.assign(model.grads().data(), model.grads().data() + n);
     return s;
   };
@@ -106,7 +111,10 @@ TEST(Olmo3Bf16, GradientsTrackFp32AndAreThreadCountIndependent) {
     num += (static_cast<double>(g1[i]) - g32[i]) * (static_cast<double>(g1[i]) - g32[i]);
     den += static_cast<double>(g32[i]) * g32[i];
   }
-  EXPECT_LT(std::sqrt(num / den), 2e-2);
+  // PyTorch 1.13 autocast bf16 on the same case: ||g_bf16 - g_fp32|| / ||g_fp32|| = 5.4e-2
+  // (tools/torch_parity.py tests/data/olmo3/tiny-gqa --grads); replica must be no worse.
+  EXPECT_LT(std::sqrt(num / den), 5.4e-2);
+  EXPECT_GT(std::sqrt(num / den), 1e-4);
 }
 
 }  // namespace

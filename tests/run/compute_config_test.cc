@@ -21,6 +21,9 @@ model:
   intermediate_size: 128
   num_hidden_layers: 4
   num_attention_heads: 4
+  rms_norm_eps: 1.0e-6
+  rope_theta: 500000
+  sliding_window: 8
 data:
   paths: [a.npy]
   seq_len: 32
