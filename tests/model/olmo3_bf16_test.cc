@@ -88,17 +88,17 @@ TEST(Olmo3Bf16, GradientsTrackFp32AndAreThreadCountIndependent) {
     model.grads().Zero();
     // The mean CE over the labels, as tools/torch_parity.py --grads differentiates.
     int64_t tokens = 0;
-    for (int32_t y : c.labels) tokens += y != kIgnoreIndex;
-    const LossSums s = model.ForwardBackward(c.ids.data(), c.labels.data(), c.B, c.T,
+    for (int32_t y : c.labels) tokens += y != kIgnoreLabel;
+    const CrossEntropySums s = model.ForwardBackward(c.ids.data(), c.labels.data(), c.B, c.T,
                                              1.0 / static_cast<double>(tokens), 0.0);
     g.assign(model.grads().data(), model.grads().data() + n);
     return s;
   };
   std::vector<float> g32, g1, g2, g3;
-  const LossSums s32 = run(Precision::kFp32, 2, g32);
-  const LossSums s1 = run(Precision::kBf16, 1, g1);
-  const LossSums s2 = run(Precision::kBf16, 2, g2);
-  const LossSums s3 = run(Precision::kBf16, 3, g3);
+  const CrossEntropySums s32 = run(Precision::kFp32, 2, g32);
+  const CrossEntropySums s1 = run(Precision::kBf16, 1, g1);
+  const CrossEntropySums s2 = run(Precision::kBf16, 2, g2);
+  const CrossEntropySums s3 = run(Precision::kBf16, 3, g3);
   SetNumThreads(0);
   EXPECT_EQ(s1.ce_sum, s2.ce_sum);
   EXPECT_EQ(s1.ce_sum, s3.ce_sum);

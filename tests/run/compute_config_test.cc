@@ -3,14 +3,14 @@
 // key name, and that neither key is part of the trajectory (a run may switch them on resume).
 #include <gtest/gtest.h>
 
-#include <functional>
-
+#include "testing/util.h"
 #include "core/error.h"
 #include "ops/cpu/isa.h"
 #include "run/run_config.h"
 
 namespace replica {
 namespace {
+using test::ErrorOf;
 
 const std::string kConfigs = std::string(REPLICA_SOURCE_DIR) + "/configs/";
 
@@ -33,15 +33,6 @@ train:
 optim:
   lr: 1.0e-3
 )";
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(ComputeConfig, DefaultsAndPresets) {
   const RunConfig c = RunConfig::FromYaml(kTiny, "/b");
