@@ -9,6 +9,7 @@ void RoundToBf16(const float* src, float* dst, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kMinParallelWork)
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t end = b + kBlock < n ? b + kBlock : n;
+#pragma omp simd
     for (int64_t i = b; i < end; ++i) dst[i] = RoundToBf16(src[i]);
   }
 }
@@ -19,6 +20,7 @@ void RoundToBf16(const float* src, int64_t ld_src, float* dst, int64_t ld_dst, i
   for (int64_t r = 0; r < rows; ++r) {
     const float* s = src + r * ld_src;
     float* d = dst + r * ld_dst;
+#pragma omp simd
     for (int64_t c = 0; c < cols; ++c) d[c] = RoundToBf16(s[c]);
   }
 }
