@@ -1,9 +1,13 @@
 #include "checkpoint/convert.h"
 
 #include <filesystem>
+#include <regex>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "tokenizer/tokenizer_dolma2.h"
+#include "tokenizer/tokenizer_hf_export.h"
+#include "tokenizer/tokenizer_registry.h"
 #include "hf/hf_checkpoint.h"
 #include "model/model_config.h"
 #include "checkpoint/format.h"
@@ -28,6 +32,45 @@ bool IsCheckpointOrRunDir(const fs::path& p) {
          fs::is_directory(p / kCheckpointsSubdir, ec);
 }
 
+bool IsShardName(const std::string& name) {  // model-00001-of-00003.safetensors
+  static const std::regex shard(R"(model-[0-9]{5,}-of-[0-9]{5,}\.safetensors)");
+  return std::regex_match(name, shard);
+}
+
+// What an export writes into its directory.
+bool IsExportFile(const std::string& name) {
+  return name == kConfigFile || name == HfCheckpoint::kSingleFile ||
+         name == HfCheckpoint::kIndexFile || IsShardName(name);
+}
+
+// What an import writes: a weights-only checkpoint.
+bool IsImportFile(const std::string& name) {
+  return name == kModelFile || name == kConfigFile || name == kManifestFile || name == kDoneFile;
+}
+
+// `--to` may be written when it does not exist, is an empty directory, or holds only what this
+// direction of convert writes (re-running a convert); anything else is refused, naming an entry
+// that convert did not write, so a training checkpoint or an unrelated directory is never touched.
+void RequireWritableDestination(const std::string& to, bool (*own_file)(const std::string&),
+                                const char* what) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(to, ec);
+  if (st.type() == fs::file_type::not_found) return;
+  Require(!ec, "--to {}: cannot inspect: {}", to, ec.message());
+  Require(st.type() == fs::file_type::directory, "--to {}: exists and is not a directory", to);
+  fs::directory_iterator it(to, ec);
+  Require(!ec, "--to {}: cannot list: {}", to, ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    Require(!ec, "--to {}: cannot list: {}", to, ec.message());
+    const std::string name = it->path().filename().string();
+    std::error_code type_ec;
+    Require(it->is_regular_file(type_ec) && own_file(name),
+            "--to {}: exists and holds '{}', which convert does not write: refusing to write {} "
+            "into it (give a new or empty directory, or an earlier output of the same convert)",
+            to, name, what);
+  }
+}
+
 void RequireDistinct(const std::string& from, const std::string& to) {
   std::error_code ec;
   Require(!to.empty(), "--to: empty path");
@@ -43,6 +86,7 @@ ConvertResult Export(const ConvertOptions& o) {
   std::error_code ec;
   Require(!IsCheckpointOrRunDir(o.to), "--to: {} is a checkpoint or run directory; refusing to "
                                       "write a Hugging Face directory into it", o.to);
+  RequireWritableDestination(o.to, IsExportFile, "a Hugging Face directory");
   Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
   const std::string config_path = (fs::path(info.dir) / kConfigFile).string();
   Require(!ckpt.model_config().is_null(),
@@ -51,6 +95,16 @@ ConvertResult Export(const ConvertOptions& o) {
   const ParamLayout layout = config.BuildLayout();
   FlatBuffer params(layout.total_floats());
   ckpt.LoadParams(layout, params);  // name, shape and dtype checks
+
+  // The tokenizer is resolved and checked before anything is written.
+  std::string tokenizer = o.tokenizer;
+  if (tokenizer == "auto") {
+    tokenizer = config.vocab_size >= static_cast<int64_t>(kDolma2VocabSize) ? "dolma2" : "none";
+  }
+  const Tokenizer* tok = tokenizer == "none" ? nullptr : &SharedTokenizer(tokenizer);
+  Require(!tok || static_cast<int64_t>(tok->vocab_size()) <= config.vocab_size,
+          "--tokenizer {}: {} ids do not fit the model's vocabulary of {}", tokenizer,
+          tok ? tok->vocab_size() : 0, config.vocab_size);
 
   HfCheckpointWriter writer(o.max_shard_bytes);
   for (const ParamView& v : layout.views())
@@ -68,18 +122,23 @@ ConvertResult Export(const ConvertOptions& o) {
   hf["torch_dtype"] = o.dtype == DType::kBF16 ? "bfloat16" : "float32";
   WriteFileAtomic((fs::path(o.to) / kConfigFile).string(), hf.dump(2) + "\n");
   r.files.push_back(kConfigFile);
+  nlohmann::ordered_json gen = {{"_from_model_config", true}};
+  if (config.bos_token_id >= 0) gen["bos_token_id"] = config.bos_token_id;
+  if (config.eos_token_id >= 0) gen["eos_token_id"] = config.eos_token_id;
+  if (config.pad_token_id >= 0) gen["pad_token_id"] = config.pad_token_id;
+  WriteFileAtomic((fs::path(o.to) / "generation_config.json").string(), gen.dump(2) + "\n");
+  r.files.push_back("generation_config.json");
+  if (tok) {
+    const int64_t max_len = config.max_position_embeddings > 0 ? config.max_position_embeddings : 8192;
+    for (const std::string& f : WriteHfTokenizerFiles(*tok, o.to, max_len)) r.files.push_back(f);
+  }
   return r;
 }
 
 ConvertResult Import(const ConvertOptions& o) {
   Require(o.dtype == DType::kF32, "--dtype: checkpoints hold f32 weights; import with --dtype f32");
   RequireDistinct(o.from, o.to);
-  std::error_code ec;
-  if (fs::exists(o.to, ec)) {
-    const bool empty_dir = fs::is_directory(o.to, ec) && fs::is_empty(o.to, ec);
-    Require(empty_dir || fs::exists(fs::path(o.to) / kManifestFile, ec),
-            "--to: {} exists and is not a checkpoint directory; refusing to replace it", o.to);
-  }
+  RequireWritableDestination(o.to, IsImportFile, "a weights-only checkpoint");
   const std::string config_path = (fs::path(o.from) / kConfigFile).string();
   const ModelConfig config = ModelConfig::FromHfFile(config_path);
   const ParamLayout layout = config.BuildLayout();

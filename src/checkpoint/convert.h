@@ -3,7 +3,10 @@
 //  export  checkpoint (a step-N/ directory, or a run directory -> its newest valid checkpoint)
 //          -> HF directory: config.json (the checkpoint's copy of the model config, torch_dtype
 //          set to the stored dtype) + model.safetensors in F32 or BF16, sharded with
-//          model.safetensors.index.json when the weights exceed max_shard_bytes.
+//          model.safetensors.index.json when the weights exceed max_shard_bytes; plus
+//          generation_config.json (eos/pad/bos ids) and, unless the tokenizer is "none", the
+//          tokenizer files (tokenizer/tokenizer_hf_export.h), so transformers loads the directory
+//          whole (AutoModelForCausalLM + AutoTokenizer).
 //  import  HF directory (config.json + model.safetensors or shards; F32/BF16/F16) -> a
 //          weights-only checkpoint directory: model.safetensors (F32, canonical tensor order),
 //          config.json, MANIFEST.json, DONE (step 0, no optimizer state, no state.json).
@@ -26,6 +29,9 @@ struct ConvertOptions {
   std::string from, to;
   DType dtype = DType::kF32;          // export: F32 or BF16; import: F32 only
   uint64_t max_shard_bytes = 5000ull * 1000 * 1000;  // transformers' "5GB"
+  // export: "auto" (dolma2 when the model's vocabulary holds dolma2's 100278 ids, else none),
+  // "dolma2", "none", or a tokenizer.json path (rank-based byte-level BPE only).
+  std::string tokenizer = "auto";
 };
 
 struct ConvertResult {

@@ -32,12 +32,29 @@ std::optional<int64_t> ParseCheckpointDirName(std::string_view name) {
 std::vector<CheckpointDir> ListCheckpointDirs(const std::string& checkpoints_dir) {
   std::vector<CheckpointDir> out;
   std::error_code ec;
-  if (!fs::is_directory(checkpoints_dir, ec)) return out;
-  for (const auto& entry : fs::directory_iterator(checkpoints_dir, ec)) {
-    if (!entry.is_directory(ec)) continue;
-    auto step = ParseCheckpointDirName(entry.path().filename().string());
-    if (step) out.push_back({*step, entry.path().string()});
+  const fs::file_status st = fs::status(checkpoints_dir, ec);
+  if (st.type() == fs::file_type::not_found) {
+    std::error_code link_ec;
+    Require(!fs::is_symlink(fs::symlink_status(checkpoints_dir, link_ec)),
+            "{}: is a symbolic link to a missing path: cannot look for checkpoints in it",
+            checkpoints_dir);
+    return out;  // a fresh run
   }
+  Require(!ec, "{}: cannot read the checkpoints directory: {}", checkpoints_dir, ec.message());
+  if (st.type() != fs::file_type::directory) {
+    Fail("{}: is {}, not a directory: cannot look for checkpoints in it", checkpoints_dir,
+         st.type() == fs::file_type::regular ? "a regular file" : "not a directory");
+  }
+  fs::directory_iterator it(checkpoints_dir, ec);
+  Require(!ec, "{}: cannot list the checkpoints directory: {}", checkpoints_dir, ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    Require(!ec, "{}: cannot list the checkpoints directory: {}", checkpoints_dir, ec.message());
+    std::error_code type_ec;
+    if (!it->is_directory(type_ec)) continue;
+    auto step = ParseCheckpointDirName(it->path().filename().string());
+    if (step) out.push_back({*step, it->path().string()});
+  }
+  Require(!ec, "{}: cannot list the checkpoints directory: {}", checkpoints_dir, ec.message());
   std::sort(out.begin(), out.end(),
             [](const CheckpointDir& a, const CheckpointDir& b) { return a.step < b.step; });
   return out;

@@ -46,7 +46,8 @@ struct CheckpointDir {
   std::string path;
 };
 // step-* directories under `checkpoints_dir` (complete or not), ascending by step. Empty if the
-// directory does not exist.
+// directory does not exist; Error naming the path when it exists but cannot be listed (a regular
+// file, a symlink loop, no permission), so an unreadable directory is never taken for "none".
 std::vector<CheckpointDir> ListCheckpointDirs(const std::string& checkpoints_dir);
 bool HasDone(const std::string& checkpoint_dir);
 

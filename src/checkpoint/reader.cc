@@ -5,6 +5,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "core/log.h"
 #include "io/safetensors.h"
 #include "checkpoint/format.h"
@@ -99,6 +100,7 @@ void LoadF32Impl(const std::string& path, const ParamLayout& layout, const std::
     Require(t->shape == v.shape, "{}: tensor '{}' has shape {}, the model expects {}", path, name,
             ShapeString(t->shape), ShapeString(v.shape));
     f.ReadF32Into(name, dst + v.offset, v.numel);
+    RequireFiniteTensor(dst + v.offset, v.numel, path, name);
   }
   for (const TensorInfo& t : f.tensors())
     Require(expected.count(t.name) > 0,

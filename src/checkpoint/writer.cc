@@ -1,12 +1,12 @@
 #include "checkpoint/writer.h"
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 
 #include "core/clock.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "core/log.h"
 #include "io/safetensors.h"
 #include "checkpoint/format.h"
@@ -21,20 +21,6 @@ void RemoveAllQuietly(const std::string& path) {
   std::error_code ec;
   fs::remove_all(path, ec);
   if (ec) REPLICA_LOG_WARN("checkpoint: could not remove {}: {}", path, ec.message());
-}
-
-// Copies in parallel: the snapshot is the only part of a save that stalls training, and a single
-// thread cannot saturate memory bandwidth on a many-core machine. Each chunk is owned by one thread.
-// Small models stay single-threaded (no OpenMP team), which also keeps fork()ed test children safe.
-void ParallelCopy(float* dst, const float* src, size_t n) {
-  constexpr size_t kChunk = size_t{1} << 20;
-  const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    size_t begin = static_cast<size_t>(c) * kChunk;
-    size_t len = std::min(kChunk, n - begin);
-    std::memcpy(dst + begin, src + begin, len * sizeof(float));
-  }
 }
 
 void WriteFiles(const std::string& dir, const CheckpointContents& c,
@@ -147,7 +133,8 @@ void PruneCheckpoints(const std::string& checkpoints_dir, int64_t newest_step, i
   }
 }
 
-CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options) : options_(std::move(options)) {
+CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options, const Backend& backend)
+    : options_(std::move(options)), backend_(backend) {
   std::error_code ec;
   const fs::path dir(checkpoints_dir());
   if (!fs::is_directory(dir, ec)) return;
@@ -212,6 +199,14 @@ void CheckpointWriter::Save(int64_t step, const ParamLayout& layout, const FlatB
   Require(adam_m.size() >= n && adam_v.size() >= n,
           "checkpoint: Adam buffers have {} and {} floats, layout needs {}", adam_m.size(),
           adam_v.size(), n);
+  // A checkpoint is what a resume or an export trusts: NaN or Inf in it would be loaded back (and
+  // refused) later; refuse now, naming the tensor, and leave the previous checkpoints as they are.
+  const std::string what = fmt::format("checkpoint step {}", step);
+  for (const ParamView& v : layout.views()) {
+    RequireFiniteTensor(params.data() + v.offset, v.numel, what + " (parameters)", v.name);
+    RequireFiniteTensor(adam_m.data() + v.offset, v.numel, what + " (Adam m)", v.name);
+    RequireFiniteTensor(adam_v.data() + v.offset, v.numel, what + " (Adam v)", v.name);
+  }
   CheckpointContents c;
   c.step = step;
   c.adam_step = adam_step;
@@ -221,9 +216,12 @@ void CheckpointWriter::Save(int64_t step, const ParamLayout& layout, const FlatB
     const auto t0 = std::chrono::steady_clock::now();
     Reserve(layout);
     layout_ = layout;
-    ParallelCopy(params_.data(), params.data(), n);
-    ParallelCopy(m_.data(), adam_m.data(), n);
-    ParallelCopy(v_.data(), adam_v.data(), n);
+    // The snapshot is the only part of a save that stalls training: the backend's Copy uses the
+    // machine's memory bandwidth (and no threads for a small model).
+    const int64_t count = static_cast<int64_t>(n);
+    backend_.Copy(params_.data(), params.data(), count);
+    backend_.Copy(m_.data(), adam_m.data(), count);
+    backend_.Copy(v_.data(), adam_v.data(), count);
     pending_snapshot_seconds_ = SecondsSince(t0);
     c.layout = &layout_;
     c.params = params_.data();

@@ -9,8 +9,8 @@
 //   ckpt.Finish();   // waits; throws if the last write failed
 //
 // Promises:
-//  - Save() copies params, m and v into the writer's own memory (the only synchronous work; the
-//    memory is reused between saves) and returns; a background std::thread writes the files. The
+//  - Save() copies params, m and v into the writer's own memory (the only synchronous work, done
+//    by the backend's Copy; the memory is reused between saves) and returns; a background std::thread writes the files. The
 //    caller may modify its buffers as soon as Save() returns. (background = false: no copy, the
 //    files are written from the caller's buffers before Save() returns.)
 //  - Files go into RUN/checkpoints/step-N.tmp/, each fsync'ed; MANIFEST.json is written, the
@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
@@ -77,7 +78,9 @@ struct CheckpointWriteStats {
 
 class CheckpointWriter {
  public:
-  explicit CheckpointWriter(CheckpointWriterOptions options);
+  // `backend` makes the snapshot copies and must outlive the writer.
+  explicit CheckpointWriter(CheckpointWriterOptions options,
+                            const Backend& backend = CpuBackend());
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -100,6 +103,7 @@ class CheckpointWriter {
  private:
   void Run(CheckpointContents c, std::string final_dir);
   CheckpointWriterOptions options_;
+  const Backend& backend_;
   ParamLayout layout_;
   FlatBuffer params_, m_, v_;
   std::thread thread_;

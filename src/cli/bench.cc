@@ -26,6 +26,7 @@
 #include "core/threads.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/gemm_peak.h"
@@ -106,8 +107,7 @@ int RunBench(const BenchArgs& a) {
   const replica::ModelConfig config = replica::ModelConfig::FromHfFile(a.config_path);
   const int64_t B = a.batch, T = a.seq, N = B * T;
 
-  replica::Olmo3Model model(config, B, T);
-  model.set_precision(compute.precision);
+  replica::Olmo3Model model(config, B, T, replica::BackendFor(compute.precision));
   replica::InitOptions init;
   init.seed = a.seed;
   replica::InitParams(model.layout(), model.params(), init);
@@ -119,7 +119,7 @@ int RunBench(const BenchArgs& a) {
   }
 
   replica::AdamWConfig adamw_config;  // the bench README's step: clip 1.0, AdamW 0.9/0.95/1e-8/0.1
-  replica::AdamW adamw(model.layout(), adamw_config);
+  replica::AdamW adamw(model.layout(), adamw_config, model.backend());
   std::vector<double> times, fwd_bwd_times;
   double loss = 0, first_loss = 0;
   for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
@@ -130,7 +130,7 @@ int RunBench(const BenchArgs& a) {
     replica::CrossEntropySums sums =
         model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5);
     auto t1 = replica::Clock::now();
-    const double norm = replica::GlobalGradNorm(model.grads());
+    const double norm = replica::GlobalGradNorm(model.grads(), model.backend());
     adamw.Step(model.params(), model.grads(), 3e-4,
                replica::ClipCoefficient(norm, adamw_config.max_grad_norm));
     const double dt = replica::SecondsSince(t0);

@@ -1,4 +1,4 @@
-// replica convert --from A --to B [--dtype bf16|f32] [--max-shard-size BYTES] [--json]:
+// replica convert --from A --to B [--dtype bf16|f32] [--max-shard-size BYTES] [--tokenizer T] [--json]:
 // checkpoint -> Hugging Face directory, or Hugging Face directory -> weights-only checkpoint
 // (train/checkpoint_convert.h). The direction follows from what A is.
 #include <nlohmann/json.hpp>
@@ -13,7 +13,7 @@
 namespace {
 
 struct ConvertArgs {
-  std::string from, to, dtype = "f32";
+  std::string from, to, dtype = "f32", tokenizer = "auto";
   uint64_t max_shard = 5000ull * 1000 * 1000;
   bool json = false;
 };
@@ -31,6 +31,10 @@ replica::cli::CommandRegistration reg(
       app.add_option("--max-shard-size", args->max_shard,
                      "export: bytes of tensor data per shard (default 5e9, as transformers)")
           ->check(CLI::PositiveNumber);
+      app.add_option("--tokenizer", args->tokenizer,
+                     "export: tokenizer files to write beside the weights: auto (dolma2 when the "
+                     "vocabulary holds its ids), dolma2, none, or a tokenizer.json path")
+          ->capture_default_str();
       app.add_flag("--json", args->json, "print a JSON summary on stdout");
       return [args] {
         replica::ConvertOptions o;
@@ -38,6 +42,7 @@ replica::cli::CommandRegistration reg(
         o.to = args->to;
         o.dtype = args->dtype == "bf16" ? replica::DType::kBF16 : replica::DType::kF32;
         o.max_shard_bytes = args->max_shard;
+        o.tokenizer = args->tokenizer;
         replica::ConvertResult r = replica::Convert(o);
         const bool to_hf = r.direction == replica::ConvertDirection::kCheckpointToHf;
         if (args->json) {

@@ -1,6 +1,8 @@
 // `replica data order`: OLMo-core's global instance order for (N, seed, epoch), its digests and
 // one batch split over ranks (docs/design.md §5); `replica data info`: what a list of token files
-// holds as a NumpyFSLDataset. Thin: parsing here, the work in src/data/.
+// holds as a NumpyFSLDataset; `replica data batch N`: the instances of global batch N (file,
+// offset, first tokens decoded) from a run config or data_paths.txt, reading only file sizes and
+// the instances' first tokens (data/batch_lookup.h). Thin: parsing here, the work in src/data/.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -8,10 +10,17 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/olmo_core_options.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "data/batch_lookup.h"
 #include "data/data_order.h"
 #include "data/fsl_dataset.h"
 #include "data/numpy_rng.h"
+#include "run/olmo_core_config.h"
+#include "run/run_config.h"
+#include "tokenizer/tokenizer_registry.h"
+#include "train/train_data.h"
 
 namespace replica::cli {
 namespace {
@@ -115,6 +124,184 @@ int RunInfo(const InfoArgs& a) {
   return 0;
 }
 
+
+struct BatchArgs {
+  int64_t batch = -1, step = 0;
+  std::string config;
+  std::vector<std::string> sets;
+  OlmoCoreImportOptions import;
+  int64_t seq_len = 0;
+  uint64_t seed = 0, global_batch = 0, global_batch_tokens = 0, head_tokens = 16;
+  std::string dtype = "uint32", tokenizer = "dolma2";
+  uint64_t vocab_size = 100278;
+  int64_t eos_id = 100257, pad_id = 100277, bos_id = -1, max_target_seq_len = -1;
+  bool json = false;
+};
+
+std::vector<std::string> ReadPathList(const std::string& file) {
+  std::vector<std::string> paths;
+  const std::string text = ReadFile(file);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t a = line.find_first_not_of(" \t\r");
+    if (a == std::string::npos) continue;
+    paths.push_back(line.substr(a, line.find_last_not_of(" \t\r") - a + 1));
+  }
+  Require(!paths.empty(), "{}: no paths", file);
+  return paths;
+}
+
+// Printable text of token ids: bytes as decoded, control characters escaped.
+std::string Printable(const std::string& bytes) {
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
+int RunBatch(BatchArgs a) {
+  Require((a.batch >= 0) != (a.step > 0),
+          "give the global batch N (0-based) or --step S (1-based trainer step), not both");
+  const uint64_t b =
+      a.step > 0 ? static_cast<uint64_t>(a.step - 1) : static_cast<uint64_t>(a.batch);
+  data::BatchLookupOptions o;
+  data::OlmoCoreFingerprintFields fp{a.vocab_size, a.pad_id, a.eos_id, a.bos_id,
+                                     a.max_target_seq_len};
+  if (!a.config.empty()) {
+    const nlohmann::json j = ReadOlmoCoreConfig(a.config);
+    if (!j.is_null()) {
+      const OlmoCoreImport im = ImportOlmoCoreConfig(j, a.config, a.import);
+      std::string why;
+      for (const ImportNote& n : im.unresolved)
+        why += fmt::format("\n  {}: {}", n.json_path, n.reason);
+      Require(!im.data_paths.empty(), "{}: the dataset's token files are not local:{}", a.config,
+              why);
+      Require(im.global_batch_instances > 0 && im.seq_len > 0,
+              "{}: no sequence length or global batch", a.config);
+      o.paths = im.data_paths;
+      o.seq_len = im.seq_len;
+      o.dtype = data::ParseDtype(im.dtype);
+      o.seed = im.seed;
+      o.global_batch_instances = im.global_batch_instances;
+      fp = {im.tokenizer_vocab_size, im.pad_token_id, im.eos_token_id, im.bos_token_id,
+            im.max_target_sequence_length};
+    } else {
+      Require(a.import.data_paths_file.empty(),
+              "--data-paths replaces an OLMo-core config's data; a YAML config names its own");
+      const RunConfig c = RunConfig::Load(a.config, a.sets);
+      Require(c.data.mixture.empty(),
+              "{}: data.mixture: batch lookup reads plain data.paths datasets only", a.config);
+      o.paths = ExpandDataPaths(c.data.paths);
+      o.seq_len = c.data.seq_len;
+      o.dtype = data::ParseDtype(c.data.dtype);
+      o.seed = static_cast<uint64_t>(c.data.seed);
+      o.global_batch_instances = static_cast<uint64_t>(c.train.global_batch_instances);
+    }
+  } else {
+    Require(!a.import.data_paths_file.empty(),
+            "give --config (a run config or OLMo-core config.json) or --data-paths FILE with "
+            "--seq-len, --seed and --global-batch");
+    Require(a.seq_len > 0, "--data-paths needs --seq-len");
+    Require((a.global_batch > 0) != (a.global_batch_tokens > 0),
+            "--data-paths needs one of --global-batch (instances) or --global-batch-tokens");
+    for (std::string p : ReadPathList(a.import.data_paths_file)) {
+      size_t best = 0;
+      std::string to;
+      for (const std::string& m : a.import.path_map) {
+        const size_t eq = m.find('=');
+        Require(eq != std::string::npos && eq > 0, "--path-map '{}': expected PREFIX=DIR", m);
+        if (p.rfind(m.substr(0, eq), 0) == 0 && eq > best) {
+          best = eq;
+          to = m.substr(eq + 1);
+        }
+      }
+      o.paths.push_back(best ? to + p.substr(best) : p);
+    }
+    o.seq_len = a.seq_len;
+    o.dtype = data::ParseDtype(a.dtype);
+    o.seed = a.seed;
+    if (a.global_batch_tokens > 0) {
+      Require(a.global_batch_tokens % static_cast<uint64_t>(a.seq_len) == 0,
+              "--global-batch-tokens {} is not a whole number of {}-token instances",
+              a.global_batch_tokens, a.seq_len);
+      o.global_batch_instances = a.global_batch_tokens / static_cast<uint64_t>(a.seq_len);
+    } else {
+      o.global_batch_instances = a.global_batch;
+    }
+  }
+  o.head_tokens = a.head_tokens;
+  const data::BatchLookup r = data::LookupGlobalBatch(o, b);
+  const std::string fingerprint = data::OlmoCoreFslFingerprint(o.paths, r.file_sizes, o.dtype, fp);
+  const Tokenizer* tok = a.tokenizer == "none" ? nullptr : &SharedTokenizer(a.tokenizer);
+  auto decode = [&](const std::vector<int32_t>& ids) {
+    std::string s;
+    for (int32_t id : ids) {
+      if (id >= 0 && static_cast<uint64_t>(id) < tok->vocab_size()) {
+        s += tok->TokenBytes(static_cast<uint32_t>(id));
+      } else {
+        s += fmt::format("<id {}>", id);
+      }
+    }
+    return s;
+  };
+  nlohmann::json inst = nlohmann::json::array();
+  for (size_t i = 0; i < r.instances.size(); ++i) {
+    const data::BatchInstance& x = r.instances[i];
+    nlohmann::json e = {{"position", i},
+                        {"instance", x.instance},
+                        {"file", x.file},
+                        {"path", o.paths[x.file]},
+                        {"token_offset", x.token_offset},
+                        {"tokens", x.head}};
+    if (tok) e["text"] = decode(x.head);
+    inst.push_back(std::move(e));
+  }
+  nlohmann::json out = {{"global_batch", r.global_batch},
+                        {"step", r.global_batch + 1},
+                        {"epoch", r.epoch},
+                        {"batch_in_epoch", r.batch_in_epoch},
+                        {"batches_per_epoch", r.batches_per_epoch},
+                        {"num_instances", r.num_instances},
+                        {"global_batch_instances", o.global_batch_instances},
+                        {"sequence_length", o.seq_len},
+                        {"seed", o.seed},
+                        {"olmo_core_fingerprint", fingerprint},
+                        {"files", o.paths.size()},
+                        {"files_opened", std::vector<size_t>(r.files_opened.begin(),
+                                                             r.files_opened.end())},
+                        {"instances", inst}};
+  if (a.json) {
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  std::printf("global batch %lu (trainer step %lu): epoch %lu, row %lu of %lu; %lu instances of "
+              "%ld tokens, seed %lu\n",
+              (unsigned long)r.global_batch, (unsigned long)(r.global_batch + 1),
+              (unsigned long)r.epoch, (unsigned long)r.batch_in_epoch,
+              (unsigned long)r.batches_per_epoch, (unsigned long)o.global_batch_instances,
+              (long)o.seq_len, (unsigned long)o.seed);
+  std::printf("dataset: %lu instances in %zu files; OLMo-core fingerprint %s\n",
+              (unsigned long)r.num_instances, o.paths.size(), fingerprint.c_str());
+  std::printf("read: the first %lu tokens of each instance, from %zu of the %zu files\n",
+              (unsigned long)std::min<uint64_t>(o.head_tokens, static_cast<uint64_t>(o.seq_len)),
+              r.files_opened.size(), o.paths.size());
+  for (size_t i = 0; i < r.instances.size(); ++i) {
+    const data::BatchInstance& x = r.instances[i];
+    std::printf("%4zu  instance %-10u %s @ token %lu\n", i, x.instance, o.paths[x.file].c_str(),
+                (unsigned long)x.token_offset);
+    if (tok) std::printf("      %s\n", Printable(decode(x.head)).c_str());
+  }
+  return 0;
+}
+
 CommandRegistration reg(
     "data", "Data pipeline: instance order and token-file datasets", [](CLI::App& app) -> RunFn {
       app.require_subcommand(1);
@@ -150,8 +337,39 @@ CommandRegistration reg(
           ->check(CLI::PositiveNumber);
       info->add_flag("--json", ia->json, "print JSON");
 
+      auto ba = std::make_shared<BatchArgs>();
+      CLI::App* batch = app.add_subcommand(
+          "batch", "the instances of global batch N (file, offset, first tokens decoded), "
+                   "reading only file sizes and those instances");
+      batch->add_option("N", ba->batch, "global batch, 0-based, counted across epochs")
+          ->check(CLI::NonNegativeNumber);
+      batch->add_option("--step", ba->step, "trainer step S (1-based): global batch S - 1")
+          ->check(CLI::PositiveNumber);
+      batch->add_option("--config", ba->config,
+                        "a run config (YAML) or an OLMo-core config.json naming the data");
+      batch->add_option("--set", ba->sets, "override a key of a YAML config (repeatable)");
+      AddOlmoCoreOptions(*batch, ba->import);
+      batch->add_option("--seq-len", ba->seq_len, "with --data-paths: tokens per instance");
+      batch->add_option("--seed", ba->seed, "with --data-paths: data loader seed");
+      batch->add_option("--global-batch", ba->global_batch,
+                        "with --data-paths: instances per global batch");
+      batch->add_option("--global-batch-tokens", ba->global_batch_tokens,
+                        "with --data-paths: tokens per global batch (OLMo-core global_batch_size)");
+      batch->add_option("--dtype", ba->dtype, "with --data-paths: uint32 (default) or uint16");
+      batch->add_option("--vocab-size", ba->vocab_size,
+                        "tokenizer vocab size for the OLMo-core fingerprint (dolma2: 100278)");
+      batch->add_option("--eos-id", ba->eos_id, "for the fingerprint (default 100257)");
+      batch->add_option("--pad-id", ba->pad_id, "for the fingerprint (default 100277)");
+      batch->add_option("--max-target-seq-len", ba->max_target_seq_len,
+                        "for the fingerprint (default: None)");
+      batch->add_option("--tokens", ba->head_tokens, "tokens shown per instance (default 16)");
+      batch->add_option("--tokenizer", ba->tokenizer,
+                        "decode with: dolma2 (default), a tokenizer.json path, or none");
+      batch->add_flag("--json", ba->json, "print JSON");
+
       return [=]() -> int {
         if (order->parsed()) return RunOrder(*oa);
+        if (batch->parsed()) return RunBatch(*ba);
         return RunInfo(*ia);
       };
     });

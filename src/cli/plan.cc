@@ -1,9 +1,12 @@
-// replica plan CONFIG.yaml [--set k=v ...] [--world R] [--lr-at S1,S2,...] [--json]: what a run
+// replica plan CONFIG.yaml|config.json [--set k=v ...] [--world R] [--lr-at S1,S2,...] [--json]
+// [--allow-unsupported] [--mix-dir ...]: what a run
 // config means (train/plan.h): parameters, FLOPs per token, memory per rank, steps, tokens, LR.
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/olmo_core_options.h"
+#include "run/olmo_core_config.h"
 #include "run/plan.h"
 #include "run/run_config.h"
 
@@ -15,20 +18,27 @@ struct PlanArgs {
   int64_t world = 1;
   std::vector<int64_t> lr_at;
   bool json = false;
+  replica::OlmoCoreImportOptions import;
 };
 
 replica::cli::CommandRegistration reg(
     "plan", "what a run config means: parameters, FLOPs/token, memory per rank, steps, LR",
     [](CLI::App& app) -> replica::cli::RunFn {
       auto args = std::make_shared<PlanArgs>();
-      app.add_option("CONFIG", args->config, "run config (YAML)")->required();
+      app.add_option("CONFIG", args->config, "run config (YAML, or an OLMo-core config.json)")
+          ->required();
+      replica::cli::AddOlmoCoreOptions(app, args->import);
+      app.add_flag("--allow-unsupported", args->import.allow_unsupported,
+                   "OLMo-core config.json: plan what replica can, warn about the settings it "
+                   "cannot reproduce (train refuses them)");
       app.add_option("--set", args->sets, "override a config key: key=value (repeatable)");
       app.add_option("--world", args->world, "data-parallel ranks (default 1)");
       app.add_option("--lr-at", args->lr_at, "steps to print the learning rate at (S1,S2,...)")
           ->delimiter(',');
       app.add_flag("--json", args->json, "print JSON on stdout");
       return [args] {
-        const replica::RunConfig config = replica::RunConfig::Load(args->config, args->sets);
+        const replica::RunConfig config =
+            replica::LoadRunConfig(args->config, args->sets, args->import);
         std::vector<int64_t> steps = args->lr_at;
         if (steps.empty()) {
           steps = {1, config.optim.schedule.warmup, config.train.max_steps};

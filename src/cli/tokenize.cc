@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "core/error.h"
 #include "core/threads.h"
 #include "tokenizer/tokenize_to_disk.h"
 #include "tokenizer/tokenizer_registry.h"
@@ -21,6 +23,7 @@ struct TokenizeArgs {
   std::string dtype;
   int threads = 0;
   int64_t eos_id = -1;
+  CLI::Option* eos_option = nullptr;
   bool json = false;
   bool progress = false, no_progress = false;
 };
@@ -38,8 +41,9 @@ replica::cli::CommandRegistration reg(
           ->required();
       app.add_option("--out", a->out, "output directory (created if missing)")->required();
       app.add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-      app.add_option("--eos-id", a->eos_id, "EOS id appended after each document (default: the "
-                                            "tokenizer's, 100257 for dolma2)");
+      a->eos_option = app.add_option("--eos-id", a->eos_id,
+                                     "EOS id appended after each document (default: the "
+                                     "tokenizer's, 100257 for dolma2)");
       app.add_option("--dtype", a->dtype, "uint16 or uint32 (default: smallest that fits)");
       app.add_flag("--json", a->json, "print the summary as JSON on stdout");
       app.add_flag("--progress", a->progress, "progress line on stderr (default: when a terminal)");
@@ -50,7 +54,13 @@ replica::cli::CommandRegistration reg(
         replica::TokenizeOptions opt;
         opt.out_dir = a->out;
         opt.dtype = a->dtype;
-        if (a->eos_id >= 0) opt.eos_id = static_cast<uint32_t>(a->eos_id);
+        if (a->eos_option->count() > 0) {
+          // Ids are int32 everywhere downstream; the tokenizer's vocabulary bound is checked by
+          // TokenizeToDisk.
+          replica::Require(a->eos_id >= 0 && a->eos_id <= INT32_MAX,
+                           "--eos-id {}: not a token id (expected 0 .. {})", a->eos_id, INT32_MAX);
+          opt.eos_id = static_cast<uint32_t>(a->eos_id);
+        }
         opt.progress = !a->no_progress && (a->progress || ::isatty(2));
         replica::TokenizeSummary s = replica::TokenizeToDisk(tok, a->inputs, opt);
         double mbps = s.seconds > 0 ? static_cast<double>(s.text_bytes) / 1e6 / s.seconds : 0.0;

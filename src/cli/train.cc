@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/olmo_core_options.h"
 #include "parallel/communicator.h"
 #include "parallel/data_parallel.h"
 #include "eval/decon.h"
@@ -14,6 +15,7 @@
 #include "eval/leak_guard.h"
 #include "eval/model_loader.h"
 #include "eval/text_encoder.h"
+#include "run/olmo_core_config.h"
 #include "run/run_config.h"
 #include "train/trainer.h"
 
@@ -23,13 +25,18 @@ struct TrainArgs {
   std::string config, run_dir;
   std::vector<std::string> sets;
   bool json = false, quiet = false;
+  replica::OlmoCoreImportOptions import;
 };
 
 replica::cli::CommandRegistration reg(
     "train", "train per a YAML config; resumes from the newest valid checkpoint in --run-dir",
     [](CLI::App& app) -> replica::cli::RunFn {
       auto args = std::make_shared<TrainArgs>();
-      app.add_option("CONFIG", args->config, "run config (YAML; see docs/config.md)")->required();
+      app.add_option("CONFIG", args->config,
+                     "run config (YAML, docs/config.md; or an OLMo-core config.json, "
+                     "docs/olmo-core.md)")
+          ->required();
+      replica::cli::AddOlmoCoreOptions(app, args->import);
       app.add_option("--set", args->sets,
                      "override a config key, e.g. --set train.max_steps=100 (repeatable)");
       app.add_option("--run-dir", args->run_dir,
@@ -43,7 +50,8 @@ replica::cli::CommandRegistration reg(
         auto comm = replica::parallel::CommunicatorFromEnvironment();
         replica::parallel::RestrictFaultToRank(*comm);
         replica::TrainerOptions options;
-        options.config = replica::RunConfig::Load(args->config, args->sets);
+        args->import.for_training = true;
+        options.config = replica::LoadRunConfig(args->config, args->sets, args->import);
         options.rank = comm->rank();
         options.world = comm->world();
         std::unique_ptr<replica::parallel::DataParallel> parallel;

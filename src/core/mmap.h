@@ -27,4 +27,10 @@ class MappedFile {
   std::string path_;
 };
 
+// Drops this process's resident pages of a read-only file mapping that lie wholly inside
+// [p, p + n) (madvise MADV_DONTNEED; the page cache keeps them, a later read faults them back in).
+// Lets a reader that streams through a large mapped file keep its resident set small. Best effort:
+// a failure is ignored (the pages merely stay resident).
+void ReleaseMappedPages(const void* p, size_t n);
+
 }  // namespace replica

@@ -1,14 +1,18 @@
 #include "eval/eval_set.h"
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <set>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace replica::eval {
 namespace {
@@ -43,16 +47,25 @@ std::string DecompressZstd(const std::string& raw, const std::string& path) {
 }
 
 std::string DecompressGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  Require(f != nullptr, "{}: cannot open", path);
+  const int fd = OpenRegularFileForReading(path);  // a FIFO would block gzopen()
+  gzFile f = gzdopen(fd, "rb");
+  if (f == nullptr) {
+    ::close(fd);
+    Fail("{}: cannot open: {}", path, std::strerror(errno));
+  }
   std::string out;
   char buf[1 << 16];
   int n;
   while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
   int err = 0;
   const char* msg = gzerror(f, &err);
+  // The message lives in the gzFile: copy it before gzclose() frees it. It starts with the
+  // stream's name, "<fd:N>: " for gzdopen(); the path is in our message already.
+  std::string reason = msg != nullptr && *msg != '\0' ? msg : "?";
+  if (reason.rfind("<fd:", 0) == 0 && reason.find(">: ") != std::string::npos)
+    reason = reason.substr(reason.find(">: ") + 3);
   gzclose(f);
-  Require(n == 0 && err == Z_OK, "{}: corrupt gzip data ({})", path, msg ? msg : "?");
+  Require(n == 0 && err == Z_OK, "{}: corrupt gzip data ({})", path, reason);
   return out;
 }
 

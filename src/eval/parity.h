@@ -21,7 +21,11 @@ struct ParityOptions {
   bool grads = false;          // also compare every parameter gradient
   double max_kl = 1e-6;        // bound on the largest per-position KL(P_ref || P_model)
   double min_top1 = 1.0;       // bound on the fraction of positions with the same argmax
-  double max_grad_rel = 1e-4;  // bound on max over parameters of ‖g − g_ref‖ / ‖g_ref‖
+  // Bound on max over parameters of ‖g − g_ref‖ / max(‖g_ref‖, floor), floor = grad_floor ·
+  // ‖G_ref‖ (G: the whole gradient), and on ‖G − G_ref‖ / ‖G_ref‖. The floor keeps a tensor whose
+  // true gradient is zero (q/k projections at T = 1) from dividing float noise by zero.
+  double max_grad_rel = 1e-4;
+  double grad_floor = 1e-3;
   Precision precision = Precision::kFp32;  // what the model's matmuls are fed
   nlohmann::json compute;      // the compute settings in use, copied into the JSON report
 };
@@ -35,7 +39,9 @@ struct ParityReport {
   std::optional<double> loss_ref;  // the dump's `loss`, else the same CE of the dump's logits
   std::string loss_ref_source;     // "dump" or "logits"
   int64_t loss_tokens = 0;
-  std::optional<double> grad_max_rel_err;
+  std::optional<double> grad_max_rel_err;     // per tensor, with the floor
+  std::optional<double> grad_global_rel_err;  // ‖G − G_ref‖ / ‖G_ref‖ over all parameters
+  double grad_rel_floor = 0;                  // the floor's absolute value, grad_floor · ‖G_ref‖
   std::string grad_worst_tensor;
   bool pass = false;
   ParityOptions options;
@@ -45,5 +51,22 @@ struct ParityReport {
 };
 
 ParityReport RunParity(const ParityOptions& options);
+
+// Two models on the same tokens (`replica parity --model A --against B`): each a Hugging Face
+// directory or a replica checkpoint, memory-mapped and run layer by layer (infer/), their logits
+// compared chunk by chunk so neither model's [B, T, V] logits exist whole. B plays the
+// reference: KL is D_KL(P_B ‖ P_A) per position; `loss` and `loss_ref` are A's and B's mean
+// next-token CE over the same positions (loss_ref_source "against").
+struct ModelParityOptions {
+  std::string model_dir, against_dir;
+  std::string tokens_path;     // raw uint32 token file (its first batch*seq_len ids); empty: random
+  uint64_t seed = 0;           // random tokens: uniform in [0, vocab_size) from std::mt19937_64(seed)
+  int64_t batch = 1, seq_len = 512;
+  int64_t chunk_rows = 64;     // logits rows per chunk
+  double max_kl = 1e-6, min_top1 = 1.0;
+  Precision precision = Precision::kFp32;  // what --model's matmuls are fed (--against: fp32)
+  nlohmann::json compute;      // the compute settings in use, copied into the JSON report
+};
+ParityReport RunParityAgainst(const ModelParityOptions& options);
 
 }  // namespace replica

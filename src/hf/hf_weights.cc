@@ -4,6 +4,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/finite.h"
 
 namespace replica {
 
@@ -23,6 +24,7 @@ void LoadHfWeights(const HfCheckpoint& ckpt, const ParamLayout& layout, FlatBuff
     Require(t->shape == v.shape, "{}: tensor '{}' has shape {}, the model expects {}",
             ckpt.FileOf(v.name), v.name, ShapeString(t->shape), ShapeString(v.shape));
     ckpt.ReadF32Into(v.name, params.data() + v.offset, v.numel);
+    RequireFiniteTensor(params.data() + v.offset, v.numel, ckpt.FileOf(v.name), v.name);
   }
 }
 

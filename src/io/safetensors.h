@@ -22,14 +22,11 @@
 #include <vector>
 
 #include "core/mmap.h"
+#include "tensor/dtype.h"
 
 namespace replica {
 
-// The element types replica reads and writes. Others (BOOL, U8, I8, F8_*, ...) are refused by name.
-enum class DType { kF32, kBF16, kF16, kF64, kI32, kI64 };
-
-const char* DTypeName(DType dtype);  // "F32", "BF16", ... as spelled in safetensors headers
-size_t DTypeSize(DType dtype);       // bytes per element
+// DType, DTypeName and DTypeSize come from tensor/dtype.h.
 bool ParseDType(std::string_view name, DType* out);  // false for unknown or unsupported names
 
 struct TensorInfo {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/atomic_file.h"
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -47,10 +48,24 @@ class Fields {
     if (!v) return std::nullopt;
     return AsPositiveInt(key, *v);
   }
-  int64_t TokenId(const char* key) const {  // null or absent -> -1
+  // At most `max`, else an Error naming the field and the bound (`why` says where it comes from).
+  int64_t AtMost(const char* key, int64_t v, int64_t max, const char* why) const {
+    if (v > max) Fail("{}: field '{}' = {} is larger than {} ({})", source_, key, v, max, why);
+    return v;
+  }
+  // null or absent -> -1; else a token id of the vocabulary (which also makes it a 32-bit id).
+  int64_t TokenId(const char* key, int64_t vocab_size) const {
     const json* v = Find(key);
     if (!v) return -1;
-    if (!IsInt(*v) || v->get<int64_t>() < 0) Bad(key, "a non-negative integer token id or null", *v);
+    // Unsigned JSON integers may exceed INT64_MAX, so they are compared as uint64.
+    const bool negative = !v->is_number_unsigned() && (!IsInt(*v) || v->get<int64_t>() < 0);
+    if (negative) Bad(key, "a non-negative integer token id or null", *v);
+    const uint64_t id = v->is_number_unsigned() ? v->get<uint64_t>()
+                                                : static_cast<uint64_t>(v->get<int64_t>());
+    if (id >= static_cast<uint64_t>(vocab_size))
+      Fail("{}: field '{}' = {} is not a token id of the vocabulary (ids are 0 .. vocab_size - 1 "
+           "= {})",
+           source_, key, v->dump(), vocab_size - 1);
     return v->get<int64_t>();
   }
   double AsPositiveNumber(const char* key, const json& v) const {
@@ -276,6 +291,38 @@ std::string RopeText(const RopeParams& p) {
       Num(p.beta_slow), Num(p.attention_factor), p.truncate ? "" : ", truncate false");
 }
 
+// Bounds on the size fields. Each is far above any real decoder; they exist so that a typo (an
+// extra zero, 1e12) is an error naming the field instead of an allocation that grows until
+// std::bad_alloc, and so that every product of fields below fits in int64 (checked anyway).
+constexpr int64_t kMaxVocab = int64_t{1} << 31;       // token ids are int32
+constexpr int64_t kMaxWidth = int64_t{1} << 24;       // hidden, intermediate, head dim, heads
+constexpr int64_t kMaxLayers = int64_t{1} << 16;
+constexpr int64_t kMaxPositions = (int64_t{1} << 31) - 1;
+constexpr int64_t kMaxParameters = int64_t{1} << 40;  // 1.1e12: 4.4 TB of fp32 weights alone
+
+// The parameter count with every product and sum checked, errors naming the fields involved.
+int64_t CheckedParamCount(const ModelConfig& c) {
+  const int64_t D = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t q = CheckedMul(c.num_heads, c.head_dim, "'num_attention_heads' * 'head_dim'");
+  const int64_t kv = CheckedMul(c.num_kv_heads, c.head_dim, "'num_key_value_heads' * 'head_dim'");
+  const int64_t qd = CheckedMul(q, D, "'num_attention_heads' * 'head_dim' * 'hidden_size'");
+  const int64_t kvd = CheckedMul(kv, D, "'num_key_value_heads' * 'head_dim' * 'hidden_size'");
+  const int64_t id = CheckedMul(CheckedMul(3, I, "3 * 'intermediate_size'"), D,
+                                "3 * 'intermediate_size' * 'hidden_size'");
+  const char* layer = "parameters of one layer";
+  int64_t per_layer = CheckedAdd(CheckedMul(2, qd, layer), CheckedMul(2, kvd, layer), layer);
+  per_layer = CheckedAdd(per_layer, id, layer);
+  per_layer = CheckedAdd(per_layer, q + kv + 2 * D, layer);
+  const int64_t layers =
+      CheckedMul(c.num_layers, per_layer, "'num_hidden_layers' * parameters of one layer");
+  const int64_t vd = CheckedMul(V, D, "'vocab_size' * 'hidden_size'");
+  const char* total = "parameter count";
+  int64_t n = CheckedAdd(vd, layers, total);
+  n = CheckedAdd(n, D, total);
+  if (!c.tie_word_embeddings) n = CheckedAdd(n, vd, total);
+  return n;
+}
+
 int64_t SumVisible(int64_t T, int64_t window) {  // Σ_{i<T} min(i+1, W); window 0 = unbounded
   if (window <= 0 || T <= window) return T * (T + 1) / 2;
   return window * (window + 1) / 2 + (T - window) * window;
@@ -296,16 +343,23 @@ ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& 
           c.model_type);
   const bool olmo3 = c.model_type == "olmo3";
 
-  c.vocab_size = f.PositiveInt("vocab_size");
-  c.hidden_size = f.PositiveInt("hidden_size");
-  c.intermediate_size = f.PositiveInt("intermediate_size");
-  c.num_layers = f.PositiveInt("num_hidden_layers");
-  c.num_heads = f.PositiveInt("num_attention_heads");
-  c.num_kv_heads = f.OptionalPositiveInt("num_key_value_heads").value_or(c.num_heads);
+  c.vocab_size = f.AtMost("vocab_size", f.PositiveInt("vocab_size"), kMaxVocab,
+                          "token ids are 32-bit signed integers");
+  c.hidden_size = f.AtMost("hidden_size", f.PositiveInt("hidden_size"), kMaxWidth, "the most replica accepts");
+  c.intermediate_size = f.AtMost("intermediate_size", f.PositiveInt("intermediate_size"),
+                                 kMaxWidth, "the most replica accepts");
+  c.num_layers = f.AtMost("num_hidden_layers", f.PositiveInt("num_hidden_layers"), kMaxLayers,
+                          "the most replica accepts");
+  c.num_heads = f.AtMost("num_attention_heads", f.PositiveInt("num_attention_heads"), kMaxWidth,
+                         "the most replica accepts");
+  c.num_kv_heads = f.AtMost("num_key_value_heads",
+                            f.OptionalPositiveInt("num_key_value_heads").value_or(c.num_heads),
+                            kMaxWidth, "the most replica accepts");
   Require(c.num_heads % c.num_kv_heads == 0,
           "{}: field 'num_key_value_heads' = {} must divide num_attention_heads = {}", source,
           c.num_kv_heads, c.num_heads);
   if (auto hd = f.OptionalPositiveInt("head_dim")) {
+    f.AtMost("head_dim", *hd, kMaxWidth, "the most replica accepts");
     Require(*hd * c.num_heads == c.hidden_size,
             "{}: field 'head_dim' = {} contradicts hidden_size / num_attention_heads = {} / {} "
             "(Olmo 3 uses head_dim = hidden_size / num_attention_heads)",
@@ -337,11 +391,14 @@ ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& 
             drop->dump());
   }
   c.tie_word_embeddings = f.Bool("tie_word_embeddings", false);
-  c.max_position_embeddings = f.OptionalPositiveInt("max_position_embeddings").value_or(0);
+  c.max_position_embeddings =
+      f.AtMost("max_position_embeddings",
+               f.OptionalPositiveInt("max_position_embeddings").value_or(0), kMaxPositions,
+               "positions are 32-bit signed integers");
   ParseRope(f, c.max_position_embeddings, c);
-  c.pad_token_id = f.TokenId("pad_token_id");
-  c.eos_token_id = f.TokenId("eos_token_id");
-  c.bos_token_id = f.TokenId("bos_token_id");
+  c.pad_token_id = f.TokenId("pad_token_id", c.vocab_size);
+  c.eos_token_id = f.TokenId("eos_token_id", c.vocab_size);
+  c.bos_token_id = f.TokenId("bos_token_id", c.vocab_size);
   if (const json* ir = f.Find("initializer_range")) c.initializer_range = f.AsPositiveNumber("initializer_range", *ir);
 
   // Attention pattern.
@@ -369,7 +426,8 @@ ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& 
   const bool any_sliding =
       std::find(c.layer_types.begin(), c.layer_types.end(), AttentionType::kSliding) !=
       c.layer_types.end();
-  const std::optional<int64_t> window = f.OptionalPositiveInt("sliding_window");
+  std::optional<int64_t> window = f.OptionalPositiveInt("sliding_window");
+  if (window) f.AtMost("sliding_window", *window, kMaxPositions, "positions are 32-bit signed integers");
   if (olmo3) {
     Require(!any_sliding || window.has_value(),
             "{}: missing field 'sliding_window': needed by the sliding_attention layers", source);
@@ -381,6 +439,16 @@ ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& 
             "model_type olmo3)",
             source);
     c.sliding_window = 0;
+  }
+  try {
+    const int64_t params = CheckedParamCount(c);
+    Require(params <= kMaxParameters,
+            "the model would have {} parameters, more than the {} replica handles (vocab_size {}, "
+            "hidden_size {}, intermediate_size {}, num_hidden_layers {})",
+            params, kMaxParameters, c.vocab_size, c.hidden_size, c.intermediate_size,
+            c.num_layers);
+  } catch (const Error& e) {
+    Fail("{}: {}", source, e.what());
   }
   return c;
 }
@@ -488,6 +556,7 @@ int64_t ModelConfig::Visible(int64_t layer, int64_t i) const {
 }
 
 ParamLayout ModelConfig::BuildLayout() const {
+  (void)CheckedParamCount(*this);  // every shape below is a factor of a checked product
   const int64_t D = hidden_size, I = intermediate_size, V = vocab_size;
   const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
   ParamLayout layout;
@@ -511,12 +580,7 @@ ParamLayout ModelConfig::BuildLayout() const {
   return layout;
 }
 
-int64_t ModelConfig::NumParams() const {
-  const int64_t D = hidden_size, I = intermediate_size, V = vocab_size;
-  const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
-  const int64_t per_layer = q * D + 2 * kv * D + D * q + q + kv + 3 * I * D + 2 * D;
-  return V * D + num_layers * per_layer + D + (tie_word_embeddings ? 0 : V * D);
-}
+int64_t ModelConfig::NumParams() const { return CheckedParamCount(*this); }
 
 double ModelConfig::FlopsPerToken(int64_t seq_len) const {
   Require(seq_len > 0, "FlopsPerToken: sequence length must be positive, got {}", seq_len);

@@ -1,25 +1,19 @@
 // The Olmo 3 forward and backward (docs/design.md §3; math in tests/data/olmo3/README.md).
 //
 // One layer's forward is the flat list of op calls in LayerForward; LayerBackward below it is the
-// same list read bottom-up. Every activation the backward needs is saved per layer in one
-// preallocated arena; gradient scratch is shared by all layers. The gradient of the residual
-// stream lives in one buffer that flows from the LM head down to the embedding: each sublayer's
-// backward adds its contribution into it in place (the residual path itself is the identity).
+// same list read bottom-up. Every op is a call on the Backend the model was built over
+// (ops/backend.h), so no arithmetic on tensors happens here. Every activation the backward needs
+// is saved per layer in one preallocated arena; gradient scratch is shared by all layers, carved
+// for the call's row count out of one region that is zeroed once per layer (the backward ops
+// accumulate). The gradient of the residual stream lives in one buffer that flows from the LM head
+// down to the embedding: each sublayer's backward adds its contribution into it in place (the
+// residual path itself is the identity).
 #include "model/olmo3.h"
 
-#include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "core/profile.h"
 #include "core/error.h"
-#include "ops/cpu/attention.h"
-#include "ops/cpu/cross_entropy.h"
-#include "ops/cpu/embedding.h"
-#include "ops/cpu/linear.h"
-#include "ops/cpu/rmsnorm.h"
-#include "ops/cpu/rope.h"
-#include "ops/cpu/swiglu.h"
 
 namespace replica {
 
@@ -44,13 +38,6 @@ class Arena {
   float* base_ = nullptr;
   size_t used_ = 0;
 };
-
-void Zero(float* p, int64_t n) {
-  ProfileScope profile_scope(ProfileCategory::kZero);
-  constexpr int64_t kBlock = 1 << 16;
-#pragma omp parallel for schedule(static) if (n > kBlock)
-  for (int64_t i = 0; i < n; i += kBlock) std::memset(p + i, 0, std::min(kBlock, n - i) * 4);
-}
 
 }  // namespace
 
@@ -100,10 +87,9 @@ struct LayerActivations {
   float* rstd_m;          // [N]
 };
 
-// Gradient scratch shared by all layers (one layer's backward at a time).
-struct GradScratch {
-  float* dres;                   // [N, D]    ∂loss/∂(residual stream), flows layer to layer
-  float* dxf;                    // [N, D]    ∂loss/∂(final-normed hidden)
+// Gradients of one layer's intermediate values, shared by all layers (one layer's backward at a
+// time). Carved for the call's N = B*T rows out of one region, so zeroing them is one call.
+struct LayerGrads {
   float* dm;                     // [N, D]
   float* ds, *dg, *du;           // [N, I]
   float* da;                     // [N, D]
@@ -114,9 +100,9 @@ struct GradScratch {
 };
 
 struct Olmo3Model::Impl {
+  const Backend& ops;
   ModelConfig config;
   ParamLayout layout;
-  Precision prec = Precision::kFp32;
   int64_t max_batch, max_seq;
   int64_t D, I, V, L, H, KV, hd, Qd, KVd;  // Qd = H*hd, KVd = KV*hd
   FlatBuffer params, grads, acts_buffer;
@@ -126,15 +112,22 @@ struct Olmo3Model::Impl {
   float* final_in;    // [N, D] residual stream after the last layer
   float* xf;          // [N, D] RMSNorm(final_in)
   float* rstd_f;      // [N]
-  GradScratch d;
+  float* dres;          // [N, D] ∂loss/∂(residual stream), flows layer to layer
+  float* dxf;           // [N, D] ∂loss/∂xf
+  float* layer_grads;   // region holding LayerGrads for up to max_batch*max_seq rows
   std::vector<RopeTable> ropes;      // one table per distinct RopeParams among the layers
   std::vector<size_t> rope_of_layer;  // [L] index into ropes
   LmHeadWorkspace lm_ws;
 
-  Impl(const ModelConfig& c, int64_t max_b, int64_t max_t);
+  Impl(const Backend& backend, const ModelConfig& c, int64_t max_b, int64_t max_t);
   template <typename F>
   ModelTensors<F> Bind(F* base) const;
   void Carve(Arena& arena);
+  LayerGrads TakeLayerGrads(Arena& arena, int64_t N) const;
+  void ZeroScratch(float* p, int64_t n) const {
+    ProfileScope profile_scope(ProfileCategory::kZero);
+    ops.Zero(p, n);
+  }
   void Validate(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T) const;
   AttentionShape Shape(int64_t l, int64_t B, int64_t T) const {
     return {B, T, H, KV, hd, config.Window(l)};
@@ -145,8 +138,10 @@ struct Olmo3Model::Impl {
   void LayerBackward(int64_t l, int64_t B, int64_t T);
 };
 
-Olmo3Model::Impl::Impl(const ModelConfig& c, int64_t max_b, int64_t max_t)
-    : config(c), layout(c.BuildLayout()), max_batch(max_b), max_seq(max_t) {
+Olmo3Model::Impl::Impl(const Backend& backend, const ModelConfig& c, int64_t max_b,
+                       int64_t max_t)
+    : ops(backend),
+      config(c), layout(c.BuildLayout()), max_batch(max_b), max_seq(max_t) {
   Require(max_b >= 1 && max_t >= 1, "Olmo3Model: max batch {} and max sequence {} must be >= 1",
           max_b, max_t);
   D = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, L = c.num_layers;
@@ -221,21 +216,29 @@ void Olmo3Model::Impl::Carve(Arena& arena) {
   final_in = arena.Take(N * D);
   xf = arena.Take(N * D);
   rstd_f = arena.Take(N);
-  d.dres = arena.Take(N * D);
-  d.dxf = arena.Take(N * D);
-  d.dm = arena.Take(N * D);
-  d.ds = arena.Take(N * I);
-  d.dg = arena.Take(N * I);
-  d.du = arena.Take(N * I);
-  d.da = arena.Take(N * D);
-  d.datt = arena.Take(N * Qd);
-  d.dq = arena.Take(N * Qd);
-  d.dq_norm = arena.Take(N * Qd);
-  d.dq_raw = arena.Take(N * Qd);
-  d.dk = arena.Take(N * KVd);
-  d.dk_norm = arena.Take(N * KVd);
-  d.dk_raw = arena.Take(N * KVd);
-  d.dv = arena.Take(N * KVd);
+  dres = arena.Take(N * D);
+  dxf = arena.Take(N * D);
+  Arena sizing;
+  TakeLayerGrads(sizing, N);
+  layer_grads = arena.Take(static_cast<int64_t>(sizing.used()));
+}
+
+LayerGrads Olmo3Model::Impl::TakeLayerGrads(Arena& arena, int64_t N) const {
+  LayerGrads g;
+  g.dm = arena.Take(N * D);
+  g.ds = arena.Take(N * I);
+  g.dg = arena.Take(N * I);
+  g.du = arena.Take(N * I);
+  g.da = arena.Take(N * D);
+  g.datt = arena.Take(N * Qd);
+  g.dq = arena.Take(N * Qd);
+  g.dq_norm = arena.Take(N * Qd);
+  g.dq_raw = arena.Take(N * Qd);
+  g.dk = arena.Take(N * KVd);
+  g.dk_norm = arena.Take(N * KVd);
+  g.dk_raw = arena.Take(N * KVd);
+  g.dv = arena.Take(N * KVd);
+  return g;
 }
 
 void Olmo3Model::Impl::Validate(const int32_t* tokens, const int32_t* labels, int64_t B,
@@ -263,83 +266,74 @@ void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T) {
   LayerActivations& a = acts[l];
   float* out = l + 1 < L ? acts[l + 1].x : final_in;
   // Attention, with QK-norm over the whole projection, then RoPE.
-  LinearForward(a.x, p.q_proj, N, D, Qd, a.q_raw, prec);
-  LinearForward(a.x, p.k_proj, N, D, KVd, a.k_raw, prec);
-  LinearForward(a.x, p.v_proj, N, D, KVd, a.v, prec);
-  RMSNormForward(a.q_raw, p.q_norm, N, Qd, config.rms_norm_eps, a.q, a.rstd_q);
-  RMSNormForward(a.k_raw, p.k_norm, N, KVd, config.rms_norm_eps, a.k, a.rstd_k);
+  ops.LinearForward(a.x, p.q_proj, N, D, Qd, a.q_raw);
+  ops.LinearForward(a.x, p.k_proj, N, D, KVd, a.k_raw);
+  ops.LinearForward(a.x, p.v_proj, N, D, KVd, a.v);
+  ops.RMSNormForward(a.q_raw, p.q_norm, N, Qd, config.rms_norm_eps, a.q, a.rstd_q);
+  ops.RMSNormForward(a.k_raw, p.k_norm, N, KVd, config.rms_norm_eps, a.k, a.rstd_k);
   const RopeTable& rope = ropes[rope_of_layer[l]];
-  RopeForward(rope, a.q, B, T, H, a.q);
-  RopeForward(rope, a.k, B, T, KV, a.k);
-  AttentionForward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, prec);
-  LinearForward(a.att, p.o_proj, N, Qd, D, a.a, prec);
-  RMSNormAddForward(a.a, p.attn_norm, a.x, N, D, config.rms_norm_eps, a.h, a.rstd_a);
+  ops.RopeForward(rope, a.q, B, T, H, a.q);
+  ops.RopeForward(rope, a.k, B, T, KV, a.k);
+  ops.AttentionForward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse);
+  ops.LinearForward(a.att, p.o_proj, N, Qd, D, a.a);
+  ops.RMSNormAddForward(a.a, p.attn_norm, a.x, N, D, config.rms_norm_eps, a.h, a.rstd_a);
   // SwiGLU MLP.
-  LinearForward(a.h, p.gate_proj, N, D, I, a.g, prec);
-  LinearForward(a.h, p.up_proj, N, D, I, a.u, prec);
-  SwiGLUForward(a.g, a.u, N * I, a.s);
-  LinearForward(a.s, p.down_proj, N, I, D, a.m, prec);
-  RMSNormAddForward(a.m, p.ff_norm, a.h, N, D, config.rms_norm_eps, out, a.rstd_m);
+  ops.LinearForward(a.h, p.gate_proj, N, D, I, a.g);
+  ops.LinearForward(a.h, p.up_proj, N, D, I, a.u);
+  ops.SwiGLUForward(a.g, a.u, N * I, a.s);
+  ops.LinearForward(a.s, p.down_proj, N, I, D, a.m);
+  ops.RMSNormAddForward(a.m, p.ff_norm, a.h, N, D, config.rms_norm_eps, out, a.rstd_m);
 }
 
-// The mirror of LayerForward. On entry d.dres = ∂loss/∂out; on exit it is ∂loss/∂x.
+// The mirror of LayerForward. On entry dres = ∂loss/∂out; on exit it is ∂loss/∂x. Every op
+// accumulates: into dres (the residual stream's gradient), into the parameter gradients, and into
+// this layer's gradient scratch, zeroed once here.
 void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T) {
   const int64_t N = B * T;
   const LayerTensors<const float>& p = w.layers[l];
   const LayerTensors<float>& g = dw.layers[l];
   const LayerActivations& a = acts[l];
-  float* dres = d.dres;  // ∂out, then ∂h (out = h + ...), then ∂x (h = x + ...)
-  // MLP.
-  Zero(d.dm, N * D);
-  RMSNormBackward(a.m, p.ff_norm, a.rstd_m, dres, N, D, d.dm, g.ff_norm);
-  Zero(d.ds, N * I);
-  LinearBackward(a.s, p.down_proj, d.dm, N, I, D, d.ds, g.down_proj, prec);
-  Zero(d.dg, N * I);
-  Zero(d.du, N * I);
-  SwiGLUBackward(a.g, a.u, d.ds, N * I, d.dg, d.du);
-  LinearBackward(a.h, p.up_proj, d.du, N, D, I, dres, g.up_proj, prec);
-  LinearBackward(a.h, p.gate_proj, d.dg, N, D, I, dres, g.gate_proj, prec);
-  // Attention.
-  Zero(d.da, N * D);
-  RMSNormBackward(a.a, p.attn_norm, a.rstd_a, dres, N, D, d.da, g.attn_norm);
-  Zero(d.datt, N * Qd);
-  LinearBackward(a.att, p.o_proj, d.da, N, Qd, D, d.datt, g.o_proj, prec);
-  Zero(d.dq, N * Qd);
-  Zero(d.dk, N * KVd);
-  Zero(d.dv, N * KVd);
-  AttentionBackward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, d.datt, d.dq, d.dk, d.dv,
-                    prec);
-  Zero(d.dk_norm, N * KVd);
-  Zero(d.dq_norm, N * Qd);
+  Arena arena;
+  arena.Reset(layer_grads);
+  const LayerGrads d = TakeLayerGrads(arena, N);
+  ZeroScratch(layer_grads, static_cast<int64_t>(arena.used()));
+  // MLP (dres is ∂out, then ∂h: out = h + RMSNorm(m)).
+  ops.RMSNormBackward(a.m, p.ff_norm, a.rstd_m, dres, N, D, d.dm, g.ff_norm);
+  ops.LinearBackward(a.s, p.down_proj, d.dm, N, I, D, d.ds, g.down_proj);
+  ops.SwiGLUBackward(a.g, a.u, d.ds, N * I, d.dg, d.du);
+  ops.LinearBackward(a.h, p.up_proj, d.du, N, D, I, dres, g.up_proj);
+  ops.LinearBackward(a.h, p.gate_proj, d.dg, N, D, I, dres, g.gate_proj);
+  // Attention (dres becomes ∂x: h = x + RMSNorm(a)).
+  ops.RMSNormBackward(a.a, p.attn_norm, a.rstd_a, dres, N, D, d.da, g.attn_norm);
+  ops.LinearBackward(a.att, p.o_proj, d.da, N, Qd, D, d.datt, g.o_proj);
+  ops.AttentionBackward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, d.datt, d.dq, d.dk, d.dv);
   const RopeTable& rope = ropes[rope_of_layer[l]];
-  RopeBackward(rope, d.dk, B, T, KV, d.dk_norm);
-  RopeBackward(rope, d.dq, B, T, H, d.dq_norm);
-  Zero(d.dk_raw, N * KVd);
-  Zero(d.dq_raw, N * Qd);
-  RMSNormBackward(a.k_raw, p.k_norm, a.rstd_k, d.dk_norm, N, KVd, d.dk_raw, g.k_norm);
-  RMSNormBackward(a.q_raw, p.q_norm, a.rstd_q, d.dq_norm, N, Qd, d.dq_raw, g.q_norm);
-  LinearBackward(a.x, p.v_proj, d.dv, N, D, KVd, dres, g.v_proj, prec);
-  LinearBackward(a.x, p.k_proj, d.dk_raw, N, D, KVd, dres, g.k_proj, prec);
-  LinearBackward(a.x, p.q_proj, d.dq_raw, N, D, Qd, dres, g.q_proj, prec);
+  ops.RopeBackward(rope, d.dk, B, T, KV, d.dk_norm);
+  ops.RopeBackward(rope, d.dq, B, T, H, d.dq_norm);
+  ops.RMSNormBackward(a.k_raw, p.k_norm, a.rstd_k, d.dk_norm, N, KVd, d.dk_raw, g.k_norm);
+  ops.RMSNormBackward(a.q_raw, p.q_norm, a.rstd_q, d.dq_norm, N, Qd, d.dq_raw, g.q_norm);
+  ops.LinearBackward(a.x, p.v_proj, d.dv, N, D, KVd, dres, g.v_proj);
+  ops.LinearBackward(a.x, p.k_proj, d.dk_raw, N, D, KVd, dres, g.k_proj);
+  ops.LinearBackward(a.x, p.q_proj, d.dq_raw, N, D, Qd, dres, g.q_proj);
 }
 
 void Olmo3Model::Impl::Forward(const int32_t* tokens, int64_t B, int64_t T) {
   const int64_t N = B * T;
-  EmbeddingForward(w.embed, tokens, N, D, acts[0].x);
+  ops.EmbeddingForward(w.embed, tokens, N, D, acts[0].x);
   for (int64_t l = 0; l < L; ++l) LayerForward(l, B, T);
-  RMSNormForward(final_in, w.final_norm, N, D, config.rms_norm_eps, xf, rstd_f);
+  ops.RMSNormForward(final_in, w.final_norm, N, D, config.rms_norm_eps, xf, rstd_f);
 }
 
-Olmo3Model::Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq)
-    : impl_(std::make_unique<Impl>(config, max_batch, max_seq)) {}
+Olmo3Model::Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
+                       const Backend& backend)
+    : impl_(std::make_unique<Impl>(backend, config, max_batch, max_seq)) {}
 Olmo3Model::~Olmo3Model() = default;
 
 const ModelConfig& Olmo3Model::config() const { return impl_->config; }
-Precision Olmo3Model::precision() const { return impl_->prec; }
-void Olmo3Model::set_precision(Precision precision) { impl_->prec = precision; }
 const ParamLayout& Olmo3Model::layout() const { return impl_->layout; }
 FlatBuffer& Olmo3Model::params() { return impl_->params; }
 FlatBuffer& Olmo3Model::grads() { return impl_->grads; }
+const Backend& Olmo3Model::backend() const { return impl_->ops; }
 
 CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B,
                                      int64_t T, double grad_scale, double z_loss_multiplier) {
@@ -348,17 +342,18 @@ CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_
   m.Validate(tokens, labels, B, T);
   const int64_t N = B * T, D = m.D;
   m.Forward(tokens, B, T);
+  m.ZeroScratch(m.dxf, N * D);
+  m.ZeroScratch(m.dres, N * D);
   // logits = xf lm_head^T, fused with CE + z-loss and their backward.
-  Zero(m.d.dxf, N * D);
-  CrossEntropySums s = LmHeadLossForwardBackward(m.xf, m.w.lm_head, labels, N, D, m.V, grad_scale,
-                                                 z_loss_multiplier, m.lm_ws, m.d.dxf, m.dw.lm_head,
-                                                 m.prec);
+  CrossEntropySums s = m.ops.LmHeadLossForwardBackward(m.xf, m.w.lm_head, labels, N, D, m.V,
+                                                       grad_scale, z_loss_multiplier, m.lm_ws,
+                                                       m.dxf, m.dw.lm_head);
   // xf = RMSNorm(final_in)
-  Zero(m.d.dres, N * D);
-  RMSNormBackward(m.final_in, m.w.final_norm, m.rstd_f, m.d.dxf, N, D, m.d.dres, m.dw.final_norm);
+  m.ops.RMSNormBackward(m.final_in, m.w.final_norm, m.rstd_f, m.dxf, N, D, m.dres,
+                        m.dw.final_norm);
   for (int64_t l = m.L - 1; l >= 0; --l) m.LayerBackward(l, B, T);
   // x0 = embed_tokens[tokens]
-  EmbeddingBackward(tokens, m.d.dres, N, m.V, D, m.dw.embed);
+  m.ops.EmbeddingBackward(tokens, m.dres, N, m.V, D, m.dw.embed);
   return s;
 }
 
@@ -368,8 +363,8 @@ CrossEntropySums Olmo3Model::ForwardLoss(const int32_t* tokens, const int32_t* l
   Require(labels != nullptr, "Olmo3Model::ForwardLoss: labels are required");
   m.Validate(tokens, labels, B, T);
   m.Forward(tokens, B, T);
-  CrossEntropySums s = LmHeadLossForward(m.xf, m.w.lm_head, labels, B * T, m.D, m.V, m.lm_ws,
-                                         m.prec);
+  CrossEntropySums s =
+      m.ops.LmHeadLossForward(m.xf, m.w.lm_head, labels, B * T, m.D, m.V, m.lm_ws);
   return s;
 }
 
@@ -377,7 +372,7 @@ void Olmo3Model::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, floa
   Impl& m = *impl_;
   m.Validate(tokens, nullptr, B, T);
   m.Forward(tokens, B, T);
-  LinearForward(m.xf, m.w.lm_head, B * T, m.D, m.V, logits, m.prec);
+  m.ops.LmHeadLogits(m.xf, m.w.lm_head, B * T, m.D, m.V, logits);
 }
 
 }  // namespace replica

@@ -1,30 +1,30 @@
 // The Olmo 3 decoder on flat buffers (docs/design.md §2, §3): parameters and gradients each live in one
 // FlatBuffer laid out by ModelConfig::BuildLayout(); activations are preallocated for a maximum
-// micro-batch shape, so a step allocates nothing.
+// micro-batch shape, so a step allocates nothing. Every computation runs on the Backend the model
+// is built over (ops/backend.h; the fp32 CPU one unless another is given), which the training step
+// reads back through backend() for its own buffer math.
 #pragma once
 #include <cstdint>
 #include <memory>
 
 #include "model/model_config.h"
-#include "ops/cpu/cross_entropy.h"
-#include "ops/cpu/precision.h"
+#include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
 
 class Olmo3Model {
  public:
-  Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq);
+  // `backend` must outlive the model.
+  Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
+             const Backend& backend = CpuBackend());
   ~Olmo3Model();
 
   const ModelConfig& config() const;
-  // What every matmul is fed (ops/cpu/precision.h); fp32 unless set. Parameters, gradients,
-  // activations and everything outside the matmuls stay fp32 in either mode.
-  Precision precision() const;
-  void set_precision(Precision precision);
   const ParamLayout& layout() const;
   FlatBuffer& params();
   FlatBuffer& grads();
+  const Backend& backend() const;
 
   // Forward and backward on tokens/labels [B, T] (B <= max_batch, T <= max_seq). Gradients of
   //   grad_scale · Σ_tokens (CE + z_loss_multiplier · lse²)

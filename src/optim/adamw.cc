@@ -6,30 +6,23 @@
 
 #include "core/profile.h"
 #include "core/error.h"
-#include "ops/cpu/adamw.h"
 
 namespace replica {
 
-std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end) {
+std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end,
+                                       const Backend& backend) {
   Require(begin % kNormBlock == 0, "grad norm: range start {} is not block-aligned", begin);
   if (end <= begin) return {};
-  const int64_t blocks = static_cast<int64_t>((end - begin + kNormBlock - 1) / kNormBlock);
-  std::vector<double> partials(static_cast<size_t>(blocks));
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const size_t lo = begin + static_cast<size_t>(b) * kNormBlock;
-    const size_t hi = std::min(end, lo + kNormBlock);
-    double s = 0;
-    for (size_t i = lo; i < hi; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    partials[static_cast<size_t>(b)] = s;
-  }
+  std::vector<double> partials((end - begin + kNormBlock - 1) / kNormBlock);
+  backend.SumSquaresPartials(g + begin, static_cast<int64_t>(end - begin),
+                             static_cast<int64_t>(kNormBlock), partials.data());
   return partials;
 }
 
-double GlobalGradNorm(const FlatBuffer& grads) {
+double GlobalGradNorm(const FlatBuffer& grads, const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kOptimizer);
   double total = 0;
-  for (double p : GradSquarePartials(grads.data(), 0, grads.size())) total += p;
+  for (double p : GradSquarePartials(grads.data(), 0, grads.size(), backend)) total += p;
   return std::sqrt(total);
 }
 
@@ -53,7 +46,8 @@ std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& c
 
 void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
                       const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& c, double lr, double grad_coef, int64_t step) {
+                      const AdamWConfig& c, double lr, double grad_coef, int64_t step,
+                      const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kOptimizer);
   const double b1 = c.betas[0], b2 = c.betas[1], eps = c.eps;
   const double bias1 = 1.0 - std::pow(b1, static_cast<double>(step));
@@ -66,17 +60,8 @@ void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& deca
     if (lo >= hi) continue;
     const double keep = 1.0 - lr * decay[vi];
     const AdamWCoefficients coefs{grad_coef, keep, b1, b2, step_size, bias2_sqrt, eps};
-    float* mm = m - begin;  // indexable by absolute offset
-    float* vv = v - begin;
-    // Fixed-size chunks, each updated by one thread; the update is elementwise, so the split
-    // changes no bit (ops/cpu/adamw.h).
-    constexpr int64_t kChunk = 1 << 14;
-    const int64_t lo_i = static_cast<int64_t>(lo), n = static_cast<int64_t>(hi - lo);
-#pragma omp parallel for schedule(static)
-    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-      const int64_t i = lo_i + c0;
-      AdamWElements(params + i, grads + i, mm + i, vv + i, std::min(kChunk, n - c0), coefs);
-    }
+    backend.AdamWUpdate(params + lo, grads + lo, m + (lo - begin), v + (lo - begin),
+                        static_cast<int64_t>(hi - lo), coefs);
   }
 }
 
@@ -85,8 +70,8 @@ void RequireAdamWConfig(const AdamWConfig& config) {
           config.betas.size());
 }
 
-AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& config)
-    : layout_(layout), config_(config), decay_(DecayPerView(layout, config)) {
+AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& config, const Backend& backend)
+    : layout_(layout), config_(config), backend_(backend), decay_(DecayPerView(layout, config)) {
   RequireAdamWConfig(config_);
 }
 
@@ -109,7 +94,7 @@ void AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double 
           grads.size(), m.size());
   ++state_.step;
   AdamWUpdateRange(layout_, decay_, params.data(), grads.data(), m.data(), state_.v.data(), 0,
-                   m.size(), config_, lr, clip_coef, state_.step);
+                   m.size(), config_, lr, clip_coef, state_.step, backend_);
 }
 
 void AdamW::LoadState(OptimizerState state) {

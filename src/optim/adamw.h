@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/backend.h"
 #include "optim/optimizer.h"
 #include "tensor/flat_buffer.h"
 
@@ -42,9 +43,11 @@ constexpr size_t kNormBlock = 4096;
 
 // Σ g² over [begin, end) as fp64 partials per kNormBlock-aligned block, returned in block order
 // (block b covers [b·kNormBlock, (b+1)·kNormBlock) ∩ [begin, end)). `begin` must be block-aligned.
-std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end);
+// The sums run on `backend` (Backend::SumSquaresPartials).
+std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end,
+                                       const Backend& backend = CpuBackend());
 // sqrt of the in-order sum of GradSquarePartials over the whole buffer.
-double GlobalGradNorm(const FlatBuffer& grads);
+double GlobalGradNorm(const FlatBuffer& grads, const Backend& backend = CpuBackend());
 // min(1, max_norm / (norm + 1e-6)); exactly 1 when not clipping (or max_norm <= 0). A non-finite
 // norm gives a non-finite coefficient, so the step's values show it (and the skip rule refuses it).
 double ClipCoefficient(double norm, double max_norm);
@@ -55,10 +58,12 @@ std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& c
 
 // One AdamW update of elements [begin, end) of the flat buffers. m and v point at the state for
 // exactly that range (m[0] is element `begin`), so ZeRO-1 shards can pass their slice. `step` is t
-// (already incremented: 1 on the first update).
+// (already incremented: 1 on the first update). The elements are updated by `backend`
+// (Backend::AdamWUpdate, one call per parameter tensor in the range).
 void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
                       const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& config, double lr, double grad_coef, int64_t step);
+                      const AdamWConfig& config, double lr, double grad_coef, int64_t step,
+                      const Backend& backend = CpuBackend());
 
 // Error naming the key unless betas holds two values (the rest is range-checked by the run config).
 void RequireAdamWConfig(const AdamWConfig& config);
@@ -68,7 +73,9 @@ void RequireAdamWConfig(const AdamWConfig& config);
 // checkpoint never holds two copies).
 class AdamW final : public Optimizer {
  public:
-  AdamW(const ParamLayout& layout, const AdamWConfig& config);
+  // `backend` runs the element updates and must outlive the optimizer.
+  AdamW(const ParamLayout& layout, const AdamWConfig& config,
+        const Backend& backend = CpuBackend());
 
   // t += 1, then the update above with clip coefficient `clip_coef` over every element.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;
@@ -79,6 +86,7 @@ class AdamW final : public Optimizer {
   double max_grad_norm() const override { return config_.max_grad_norm; }
 
   const AdamWConfig& config() const { return config_; }
+  const Backend& backend() const { return backend_; }
   // Empty before the first Step, SaveState or LoadState.
   const FlatBuffer& m() const { return state_.m; }
   const FlatBuffer& v() const { return state_.v; }
@@ -87,6 +95,7 @@ class AdamW final : public Optimizer {
   void Allocate();  // zero m and v unless present
   const ParamLayout& layout_;
   AdamWConfig config_;
+  const Backend& backend_;
   std::vector<double> decay_;
   OptimizerState state_;
 };

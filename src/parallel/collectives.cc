@@ -33,7 +33,8 @@ void AllGatherSegments(Communicator& comm, char* base, const std::vector<size_t>
 
 }  // namespace
 
-void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan) {
+void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan,
+                       const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kReduce);
   CheckPlan(comm, plan);
   const int r = comm.rank(), world = comm.world();
@@ -57,11 +58,7 @@ void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan) {
       const size_t kn = off < keep_n ? std::min(kCollectiveChunkFloats, keep_n - off) : 0;
       comm.SendRecv(buf + send_begin + std::min(off, send_n), sn * sizeof(float), scratch.data(),
                     kn * sizeof(float), partner);
-      float* keep = buf + keep_begin + off;
-      const float* other = scratch.data();
-      const int64_t n = static_cast<int64_t>(kn);
-#pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < n; ++i) keep[i] = other[i] + keep[i];
+      backend.AddInto(buf + keep_begin + off, scratch.data(), static_cast<int64_t>(kn));
     }
     lo = keep_lo;
   }
@@ -90,12 +87,13 @@ void TreeAllReduce(Communicator& comm, std::vector<double>& values) {
   }
 }
 
-double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& plan) {
+double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& plan,
+                       const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kOptimizer);
   CheckPlan(comm, plan);
   const int r = comm.rank(), world = comm.world();
   std::vector<double> partials(plan.num_blocks());
-  const std::vector<double> mine = GradSquarePartials(grads, plan.begin(r), plan.end(r));
+  const std::vector<double> mine = GradSquarePartials(grads, plan.begin(r), plan.end(r), backend);
   Require(mine.size() == plan.block_end(r) - plan.block_begin(r),
           "grad norm: shard {} has {} blocks, expected {}", r, mine.size(),
           plan.block_end(r) - plan.block_begin(r));

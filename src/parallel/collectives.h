@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "ops/backend.h"
 #include "parallel/communicator.h"
 #include "parallel/shard_plan.h"
 
@@ -29,8 +30,10 @@ namespace replica::parallel {
 // buf[plan.begin(r), plan.end(r)) holds the global sum (the bits of the single-process tree); the
 // rest of buf holds partial sums and must be treated as garbage. Recursive halving with partner
 // distances R/2, ..., 1; at distance D a rank keeps the half of its current shard range that
-// contains its own shard. Exchanges go in chunks of at most kCollectiveChunkFloats.
-void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan);
+// contains its own shard. Exchanges go in chunks of at most kCollectiveChunkFloats; the additions
+// run on `backend` (Backend::AddInto).
+void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan,
+                       const Backend& backend = CpuBackend());
 
 // Every rank contributes buf[plan.begin(r), plan.end(r)); on return all of buf is identical on
 // every rank. Recursive doubling (distances 1, 2, ...); copies only, no arithmetic.
@@ -42,7 +45,8 @@ void TreeAllReduce(Communicator& comm, std::vector<double>& values);
 // ‖g‖₂ of the reduce-scattered gradient: rank r computes GradSquarePartials over its shard (whole
 // fixed blocks, optim/adamw.h), the block partials are all-gathered and summed in block order: the
 // same operations, in the same order, as GlobalGradNorm on the full buffer.
-double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& plan);
+double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& plan,
+                       const Backend& backend = CpuBackend());
 
 // Root receives every rank's shard (`shard` holds plan.size(rank) floats) into `full`
 // (plan.total() floats, only used on root).

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "parallel/collectives.h"
 #include "parallel/zero1.h"
@@ -13,16 +14,14 @@ namespace replica::parallel {
 
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return SecondsSince(Clock::time_point()); }
 
 // Zero1AdamW whose Step wall time is added to `seconds`.
 class TimedZero1 final : public Optimizer {
  public:
   TimedZero1(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
-             double& seconds)
-      : zero_(layout, config, comm), seconds_(seconds) {}
+             const Backend& backend, double& seconds)
+      : zero_(layout, config, comm, backend), seconds_(seconds) {}
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override {
     const double t0 = Now();
     zero_.Step(params, grads, lr, clip_coef);
@@ -64,7 +63,8 @@ int64_t DataParallel::SumTokens(int64_t local) {
   return static_cast<int64_t>(v[0]);
 }
 
-double DataParallel::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) {
+double DataParallel::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
+                                     const Backend& backend) {
   Require(plan_.has_value(), "data parallel: ReduceGradients before MakeOptimizer fixed the shards");
   Require(grads.size() == plan_->total(), "data parallel: gradient buffer has {} floats, expected {}",
           grads.size(), plan_->total());
@@ -72,16 +72,17 @@ double DataParallel::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars
   std::vector<double> v(scalars.begin(), scalars.end());
   TreeAllReduce(comm_, v);
   for (size_t i = 0; i < v.size(); ++i) scalars[i] = v[i];
-  TreeReduceScatter(comm_, grads.data(), *plan_);
-  const double norm = ShardedGradNorm(comm_, grads.data(), *plan_);
+  TreeReduceScatter(comm_, grads.data(), *plan_, backend);
+  const double norm = ShardedGradNorm(comm_, grads.data(), *plan_, backend);
   reduce_s_ += Now() - t0;
   ++steps_;
   return norm;
 }
 
 std::unique_ptr<Optimizer> DataParallel::MakeOptimizer(const ParamLayout& layout,
-                                                       const AdamWConfig& config) {
-  auto optimizer = std::make_unique<TimedZero1>(layout, config, comm_, step_s_);
+                                                       const AdamWConfig& config,
+                                                       const Backend& backend) {
+  auto optimizer = std::make_unique<TimedZero1>(layout, config, comm_, backend, step_s_);
   plan_.emplace(optimizer->plan());
   return optimizer;
 }

@@ -1,16 +1,16 @@
 #include "parallel/zero1.h"
 
-#include <cstring>
-
 #include "core/error.h"
 #include "parallel/collectives.h"
 
 namespace replica::parallel {
 
-Zero1AdamW::Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm)
+Zero1AdamW::Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
+                       const Backend& backend)
     : layout_(layout),
       config_(config),
       comm_(comm),
+      backend_(backend),
       plan_(layout.total_floats(), comm.world()),
       decay_(DecayPerView(layout, config)),
       m_(plan_.size(comm.rank())),
@@ -25,7 +25,7 @@ void Zero1AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, do
           grads.size(), plan_.total());
   ++step_;
   AdamWUpdateRange(layout_, decay_, params.data(), grads.data(), m_.data(), v_.data(),
-                   shard_begin(), shard_end(), config_, lr, clip_coef, step_);
+                   shard_begin(), shard_end(), config_, lr, clip_coef, step_, backend_);
   AllGatherShards(comm_, params.data(), plan_);
 }
 
@@ -46,11 +46,9 @@ void Zero1AdamW::LoadState(OptimizerState state) {
           "ZeRO-1: optimizer state has {} / {} floats of m / v, the model needs {}",
           state.m.size(), state.v.size(), plan_.total());
   Require(state.step >= 0, "ZeRO-1: step count {} is negative", state.step);
-  const size_t n = plan_.size(comm_.rank());
-  if (n > 0) {
-    std::memcpy(m_.data(), state.m.data() + shard_begin(), n * sizeof(float));
-    std::memcpy(v_.data(), state.v.data() + shard_begin(), n * sizeof(float));
-  }
+  const int64_t n = static_cast<int64_t>(plan_.size(comm_.rank()));
+  backend_.Copy(m_.data(), state.m.data() + shard_begin(), n);
+  backend_.Copy(v_.data(), state.v.data() + shard_begin(), n);
   step_ = state.step;
 }
 

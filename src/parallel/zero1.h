@@ -24,7 +24,10 @@ namespace replica::parallel {
 class Zero1AdamW final : public Optimizer {
  public:
   // Zero state (t = 0). Every rank of `comm` constructs one; the communicator must outlive it.
-  Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm);
+  // Buffer math (the norm's partials, the AdamW elements, copies) runs on `backend`, which must
+  // outlive this object.
+  Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
+             const Backend& backend = CpuBackend());
 
   // Collective. t += 1, AdamW on the shard with clip coefficient `clip_coef`, all-gather params.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;
@@ -44,6 +47,7 @@ class Zero1AdamW final : public Optimizer {
   const ParamLayout& layout_;
   AdamWConfig config_;
   Communicator& comm_;
+  const Backend& backend_;
   ShardPlan plan_;
   std::vector<double> decay_;
   FlatBuffer m_, v_;      // this rank's shard only

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/atomic_file.h"
+#include "core/checked_math.h"
 #include "core/checksum.h"
 #include "core/error.h"
 #include "ops/cpu/isa.h"
@@ -304,17 +305,29 @@ struct Entry {
   std::string origin;  // file name or "--set"
 };
 
+// yaml-cpp keeps every entry of a mapping with a repeated key, and lookups see only one of them;
+// a file that sets one key twice is refused rather than one value silently winning.
+void RequireOnce(std::set<std::string>& seen, const std::string& key, const std::string& origin) {
+  Require(seen.insert(key).second,
+          "{}config key '{}' appears more than once (remove all but one)", Where(origin), key);
+}
+
+// Dotted keys of one file, in file order. `seen` holds the keys and sections met so far.
 void Collect(const YAML::Node& node, const std::string& prefix, const std::string& base,
-             const std::string& origin, std::vector<Entry>& out) {
+             const std::string& origin, std::vector<Entry>& out, std::set<std::string>& seen) {
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
+    // By value: `it->first` / `it->second` are members of a temporary the iterator's operator->
+    // returns, which ends with the full expression.
+    const YAML::Node key_node = it->first;
+    const YAML::Node v = it->second;
+    const std::string k = key_node.as<std::string>();
     const std::string full = prefix.empty() ? k : prefix + "." + k;
-    const YAML::Node& v = it->second;
+    RequireOnce(seen, full, origin);
     if (Sections().count(full)) {
       if (v.IsNull()) continue;
       Require(v.IsMap(), "{}config key '{}': expected a mapping (a section), got '{}'",
               Where(origin), full, ScalarText(v));
-      Collect(v, full, base, origin, out);
+      Collect(v, full, base, origin, out, seen);
       continue;
     }
     const bool model_key = prefix == "model" && (k == "hf_config" || FindModelKey(k));
@@ -363,10 +376,13 @@ std::vector<RunConfig::MixtureSource> ParseMixture(const Entry& e) {
     const std::string at = fmt::format("{}[{}]", e.key, i);
     if (!n.IsMap()) TypeError(o, at, Kind::kMixture, n);
     RunConfig::MixtureSource src;
+    std::set<std::string> seen;
     for (auto it = n.begin(); it != n.end(); ++it) {
-      const std::string k = it->first.as<std::string>();
+      const YAML::Node key_node = it->first;  // by value, as in Collect()
+      const YAML::Node v = it->second;
+      const std::string k = key_node.as<std::string>();
       const std::string key = at + "." + k;
-      const YAML::Node& v = it->second;
+      RequireOnce(seen, key, o);
       if (k == "name") {
         src.name = ParseString(o, key, v);
       } else if (k == "paths") {
@@ -526,6 +542,21 @@ void Validate(RunConfig& c, const std::string& origin) {
   positive(c.data.seq_len, "data.seq_len");
   positive(c.train.max_steps, "train.max_steps");
   positive(c.train.global_batch_instances, "train.global_batch_instances");
+  auto at_most = [&](int64_t v, int64_t max, const char* key) {
+    Require(v <= max, "{}config key '{}': {} is larger than {}, the most replica accepts", w, key,
+            v, max);
+  };
+  at_most(c.data.seq_len, int64_t{1} << 24, "data.seq_len");
+  at_most(c.train.global_batch_instances, int64_t{1} << 31, "train.global_batch_instances");
+  // Tokens per step and per run are counted in int64.
+  try {
+    const int64_t per_step =
+        CheckedMul(c.train.global_batch_instances, c.data.seq_len,
+                   "'train.global_batch_instances' * 'data.seq_len' (tokens per step)");
+    (void)CheckedMul(c.train.max_steps, per_step, "'train.max_steps' * tokens per step");
+  } catch (const Error& e) {
+    Fail("{}config: {}", w, e.what());
+  }
   non_negative(c.train.micro_batch_instances, "train.micro_batch_instances");
   if (c.train.micro_batch_instances == 0)
     c.train.micro_batch_instances = c.train.global_batch_instances;
@@ -741,7 +772,8 @@ RunConfig Build(const YAML::Node& root, const std::string& base, const std::stri
   if (root.IsDefined() && !root.IsNull()) {
     Require(root.IsMap(), "{}: expected a YAML mapping of sections (model, data, train, optim, ...)",
             source);
-    Collect(root, "", base, source, entries);
+    std::set<std::string> seen;
+    Collect(root, "", base, source, entries, seen);
   }
   for (const std::string& o : overrides) entries.push_back(ParseOverride(o));
   RunConfig c;

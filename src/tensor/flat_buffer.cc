@@ -1,8 +1,5 @@
 #include "tensor/flat_buffer.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "core/error.h"
 
 namespace replica {
@@ -30,21 +27,6 @@ const ParamView& ParamLayout::Get(const std::string& name) const {
   const ParamView* v = Find(name);
   if (!v) Fail("parameter layout: no tensor named '{}'", name);
   return *v;
-}
-
-void FlatBuffer::Free::operator()(float* p) const { std::free(p); }
-
-FlatBuffer::FlatBuffer(size_t n) : size_(n) {
-  size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-  if (bytes == 0) bytes = 64;
-  float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
-  if (!p) Fail("out of memory allocating {} bytes", bytes);
-  std::memset(p, 0, bytes);
-  data_.reset(p);
-}
-
-void FlatBuffer::Zero() {
-  if (size_) std::memset(data_.get(), 0, size_ * sizeof(float));
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {

@@ -4,11 +4,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "tensor/buffer.h"
 
 namespace replica {
 
@@ -37,24 +38,16 @@ class ParamLayout {
   size_t total_ = 0, elements_ = 0;
 };
 
-// 64-byte aligned, zero-initialised fp32 storage. Padding between views stays zero.
-class FlatBuffer {
+// The fp32 host Buffer (buffer.h) that parameters, gradients and optimizer state live in:
+// 64-byte aligned, zero-initialised; padding between views stays zero.
+class FlatBuffer : public Buffer {
  public:
-  FlatBuffer() = default;
-  explicit FlatBuffer(size_t n);
-  float* data() { return data_.get(); }
-  const float* data() const { return data_.get(); }
-  size_t size() const { return size_; }
-  void Zero();
-  std::span<float> View(const ParamView& v) { return {data_.get() + v.offset, v.numel}; }
-  std::span<const float> View(const ParamView& v) const { return {data_.get() + v.offset, v.numel}; }
-
- private:
-  struct Free {
-    void operator()(float* p) const;
-  };
-  std::unique_ptr<float[], Free> data_;
-  size_t size_ = 0;
+  FlatBuffer() = default;  // no storage: size() 0, data() null
+  explicit FlatBuffer(size_t n) : Buffer(DType::kF32, n) {}
+  float* data() { return static_cast<float*>(raw()); }
+  const float* data() const { return static_cast<const float*>(raw()); }
+  std::span<float> View(const ParamView& v) { return {data() + v.offset, v.numel}; }
+  std::span<const float> View(const ParamView& v) const { return {data() + v.offset, v.numel}; }
 };
 
 std::string ShapeString(const std::vector<int64_t>& shape);  // "[4, 16]"

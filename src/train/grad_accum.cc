@@ -1,8 +1,5 @@
 #include "train/grad_accum.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "core/profile.h"
 #include "core/error.h"
 
@@ -37,30 +34,14 @@ std::vector<int64_t> MicroBatchPositions(int64_t j, int64_t m, int64_t mu) {
   return pos;
 }
 
-void AddInto(FlatBuffer& a, const FlatBuffer& b) {
+void AddInto(FlatBuffer& a, const FlatBuffer& b, const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kReduce);
   Require(a.size() == b.size(), "gradient sum: buffer sizes differ ({} vs {})", a.size(), b.size());
-  float* x = a.data();
-  const float* y = b.data();
-  const int64_t n = static_cast<int64_t>(a.size());
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) x[i] = y[i] + x[i];
+  backend.AddInto(a.data(), b.data(), static_cast<int64_t>(a.size()));
 }
 
-// dst = src; src = 0, in one parallel pass.
-void MoveAndZero(float* dst, float* src, size_t n) {
-  ProfileScope profile_scope(ProfileCategory::kReduce);
-  constexpr int64_t kBlock = 1 << 14;
-  const int64_t total = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < total; i += kBlock) {
-    const size_t k = static_cast<size_t>(std::min(kBlock, total - i));
-    std::memcpy(dst + i, src + i, k * sizeof(float));
-    std::memset(src + i, 0, k * sizeof(float));
-  }
-}
-
-TreeAccumulator::TreeAccumulator(size_t floats, int64_t count) : floats_(floats), count_(count) {
+TreeAccumulator::TreeAccumulator(size_t floats, int64_t count, const Backend& backend)
+    : floats_(floats), backend_(&backend), count_(count) {
   Require(count >= 1, "gradient accumulation: need at least one micro-batch, got {}", count);
 }
 
@@ -93,7 +74,7 @@ TreeAccumulator::Scalars TreeAccumulator::Add(FlatBuffer& g, Scalars s) {
   while (!stack_.empty() && (last || stack_.back().level == level)) {
     Node left = stack_.back();
     stack_.pop_back();
-    AddInto(g, pool_[left.buffer]);
+    AddInto(g, pool_[left.buffer], *backend_);
     for (int k = 0; k < kScalars; ++k) s[k] = left.scalars[k] + s[k];
     free_.push_back(left.buffer);
     ++level;
@@ -101,7 +82,10 @@ TreeAccumulator::Scalars TreeAccumulator::Add(FlatBuffer& g, Scalars s) {
   ++added_;
   if (!last) {
     size_t b = TakeBuffer();
-    MoveAndZero(pool_[b].data(), g.data(), floats_);
+    {
+      ProfileScope profile_scope(ProfileCategory::kReduce);
+      backend_->MoveAndZero(pool_[b].data(), g.data(), static_cast<int64_t>(floats_));
+    }
     stack_.push_back({level, b, s});
   }
   return s;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
@@ -38,7 +39,8 @@ class TreeAccumulator {
   static constexpr int kScalars = 2;
   using Scalars = std::array<double, kScalars>;
 
-  TreeAccumulator(size_t floats, int64_t count);
+  // The sums, moves and zeroing run on `backend`, which must outlive the accumulator.
+  TreeAccumulator(size_t floats, int64_t count, const Backend& backend = CpuBackend());
   // Starts a new sum of `count` leaves, keeping the spare buffers allocated so far (a training
   // step then allocates nothing).
   void Reset(int64_t count);
@@ -58,13 +60,14 @@ class TreeAccumulator {
   };
   size_t TakeBuffer();
   size_t floats_;
+  const Backend* backend_;
   int64_t count_, added_ = 0;
   std::vector<Node> stack_;
   std::vector<FlatBuffer> pool_;
   std::vector<size_t> free_;
 };
 
-// a[i] = b[i] + a[i] for every element (one thread per element range; IEEE addition commutes).
-void AddInto(FlatBuffer& a, const FlatBuffer& b);
+// a[i] = b[i] + a[i] for every element (Backend::AddInto; IEEE addition commutes).
+void AddInto(FlatBuffer& a, const FlatBuffer& b, const Backend& backend = CpuBackend());
 
 }  // namespace replica

@@ -27,11 +27,14 @@ class GradReducer {
   // Collective. On entry `grads` and `scalars` hold this rank's partial sums. Afterwards `scalars`
   // hold the global sums on every rank and the gradient elements this rank's optimizer updates
   // hold the global sum (others are unspecified). Returns the global gradient norm (GlobalGradNorm's
-  // bits), equal on every rank.
-  virtual double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) = 0;
-  // The optimizer (zero state) that updates what ReduceGradients leaves reduced.
+  // bits), equal on every rank. Buffer math runs on `backend`.
+  virtual double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
+                                 const Backend& backend = CpuBackend()) = 0;
+  // The optimizer (zero state) that updates what ReduceGradients leaves reduced; its element
+  // updates run on `backend`, which must outlive it.
   virtual std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout,
-                                                   const AdamWConfig& config) = 0;
+                                                   const AdamWConfig& config,
+                                                   const Backend& backend = CpuBackend()) = 0;
 };
 
 // One process: the partial sums are the global sums; the norm is GlobalGradNorm; the optimizer
@@ -39,9 +42,10 @@ class GradReducer {
 class LocalGradReducer final : public GradReducer {
  public:
   int64_t SumTokens(int64_t local) override { return local; }
-  double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars) override;
-  std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout,
-                                           const AdamWConfig& config) override;
+  double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
+                         const Backend& backend = CpuBackend()) override;
+  std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout, const AdamWConfig& config,
+                                           const Backend& backend = CpuBackend()) override;
 };
 
 }  // namespace replica

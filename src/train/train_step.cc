@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "train/non_finite_guard.h"
 
 namespace replica {
 
@@ -16,23 +17,9 @@ TrainStep::TrainStep(Olmo3Model& model, GradReducer& reducer, Optimizer& optimiz
       skip_(skip),
       mu_(micro_batch_instances),
       zmul_(z_loss_multiplier),
-      acc_(model.grads().size(), 1) {
+      acc_(model.grads().size(), 1, model.backend()) {
   Require(mu_ >= 1, "train step: micro-batch size must be >= 1, got {}", mu_);
 }
-
-namespace {
-
-void ZeroGradients(FlatBuffer& g) {
-  ProfileScope profile_scope(ProfileCategory::kZero);
-  constexpr int64_t kBlock = 1 << 16;
-  const int64_t n = static_cast<int64_t>(g.size());
-  float* p = g.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; i += kBlock)
-    std::memset(p + i, 0, static_cast<size_t>(std::min(kBlock, n - i)) * sizeof(float));
-}
-
-}  // namespace
 
 StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t rows, int64_t T,
                            double lr) {
@@ -55,7 +42,11 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   acc_.Reset(m);
   if (static_cast<int64_t>(order_.size()) != m) order_ = MicroBatchOrder(m);
   TreeAccumulator::Scalars sums{};
-  ZeroGradients(grads);  // later micro-batches find it zeroed by the accumulator
+  {
+    // Later micro-batches find the buffer zeroed by the accumulator.
+    ProfileScope profile_scope(ProfileCategory::kZero);
+    model_.backend().Zero(grads.data(), static_cast<int64_t>(grads.size()));
+  }
   for (int64_t k : order_) {
     for (int64_t i = 0; i < mu_; ++i) {
       const int64_t r = k + m * i;  // MicroBatchPositions(k, m, mu)
@@ -66,14 +57,16 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
         model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
     sums = acc_.Add(grads, {ls.ce_sum, ls.lse_sq_sum});
   }
-  out.grad_norm = reducer_.ReduceGradients(grads, sums);
+  out.grad_norm = reducer_.ReduceGradients(grads, sums, model_.backend());
 
   const double n = static_cast<double>(out.label_tokens);
   out.ce_loss = sums[0] / n;
   out.z_loss = zmul_ * sums[1] / n;
   out.loss = out.ce_loss + out.z_loss;
   out.clip_coef = ClipCoefficient(out.grad_norm, optimizer_.max_grad_norm());
-  out.skipped = !skip_.Observe(out.ce_loss, out.grad_norm);
+  // A NaN/Inf step is never applied and stays out of the skip rule's history (non_finite_guard.h).
+  out.non_finite = !IsFiniteStep(out.loss, out.grad_norm);
+  out.skipped = out.non_finite || !skip_.Observe(out.ce_loss, out.grad_norm);
   if (!out.skipped) optimizer_.Step(model_.params(), grads, lr, out.clip_coef);
   return out;
 }

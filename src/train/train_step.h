@@ -26,7 +26,8 @@ namespace replica {
 struct StepOutcome {
   double loss = 0, ce_loss = 0, z_loss = 0;
   double grad_norm = 0, clip_coef = 1, lr = 0;
-  bool skipped = false;
+  bool skipped = false;       // the update was not applied (skip rule or non-finite)
+  bool non_finite = false;    // loss or grad norm was NaN/Inf (non_finite_guard.h)
   int64_t label_tokens = 0;  // N
 };
 

@@ -19,8 +19,11 @@
 #include "data/loader.h"
 #include "hf/hf_weights.h"
 #include "ops/cpu/compute.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 #include "ops/cpu/gemm_peak.h"
 #include "optim/optimizer.h"
+#include "train/non_finite_guard.h"
+#include "run/run_lock.h"
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
 #include "run/metrics_writer.h"
@@ -196,6 +199,8 @@ class TrainingRun {
   // Reads the next batch and runs one optimizer step on it.
   StepRecord TrainOneStep();
   void Log(const StepRecord& r);  // metrics line, skip note, progress line
+  // Exit 2 (before this step's eval and checkpoint) after too many non-finite steps in a row.
+  void StopIfDiverged() { non_finite_.StopIfDiverged(); }
   void MaybeEvaluate(int64_t s);
   void MaybeCheckpoint(int64_t s);
   TrainSummary Finish();  // waits for the last checkpoint, prints the summary
@@ -210,6 +215,7 @@ class TrainingRun {
   const Clock::time_point wall_start_ = Clock::now();
   const BatchShape shape_;
   const bool writer_;  // rank 0
+  std::optional<RunDirLock> run_lock_;  // rank 0 holds the run directory from its first write
   std::unique_ptr<data::DataLoader> loader_;
   std::unique_ptr<RunLog> log_;
   TrainSummary summary_;
@@ -222,6 +228,7 @@ class TrainingRun {
   GradReducer& reducer_;  // opt.reducer, or local_reducer_ for one process
   std::unique_ptr<Optimizer> optimizer_;
   SkipStepRule skip_;
+  NonFiniteGuard non_finite_;
   int64_t step_ = 0, tokens_ = 0;
 
   std::optional<MetricsWriter> metrics_;
@@ -255,6 +262,7 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
           shape_.global_instances);
 
   fs::create_directories(opt_.run_dir);
+  if (writer_) run_lock_.emplace(RunDirLock::Acquire(opt_.run_dir));
   log_ = std::make_unique<RunLog>((fs::path(opt_.run_dir) / "train.log").string(), writer_);
   summary_.run_dir = opt_.run_dir;
 }
@@ -264,10 +272,9 @@ void TrainingRun::LoadOrInitState() {
   if (start_.resume) summary_.resumed_from = start_.resume->dir;
   if (writer_) WriteRunConfig(opt_.run_dir, cfg_);
 
-  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len);
-  model_->set_precision(compute_.precision);
+  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, BackendFor(compute_.precision));
   const ParamLayout& layout = model_->layout();
-  optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim);
+  optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
   const std::optional<Checkpoint>& ckpt = start_.checkpoint;
   if (ckpt) {
     ckpt->LoadParams(layout, model_->params());
@@ -322,7 +329,8 @@ void TrainingRun::OpenOutputs() {
                      start_.resume ? std::optional<int64_t>(step_) : std::nullopt);
     checkpoints_.emplace(CheckpointWriterOptions{.run_dir = opt_.run_dir,
                                                  .keep = static_cast<int>(cfg_.checkpoint.keep),
-                                                 .background = true});
+                                                 .background = true},
+                         model_->backend());
     checkpoints_->Reserve(model_->layout());  // first-touch the snapshot memory now, not mid-run
   }
   ConfigureFaults(cfg_);
@@ -422,9 +430,16 @@ void TrainingRun::Log(const StepRecord& r) {
                                                   r.tokens_per_s / static_cast<double>(opt_.world)},
                                                  {"mfu", r.mfu},
                                                  {"skipped", o.skipped},
+                                                 {"non_finite", o.non_finite},
                                                  {"precision", precision_name_},
                                                  {"isa", isa_name_}}));
-  if (o.skipped)
+  non_finite_.Observe(s, o.loss, o.grad_norm);
+  if (o.non_finite)
+    log_->Line(fmt::format("step {}: non-finite loss {} or grad norm {}: update not applied ({} in "
+                           "a row; the run stops at {})",
+                           s, o.loss, o.grad_norm, non_finite_.consecutive(),
+                           NonFiniteGuard::kMaxConsecutive));
+  else if (o.skipped)
     log_->Line(fmt::format("step {}: skipped the update (loss {:.4f}, grad norm {:.4f} beyond "
                            "{} sigma of the last {} steps)",
                            s, o.loss, o.grad_norm, cfg_.train.skip_step.sigma,
@@ -545,6 +560,7 @@ TrainSummary Train(const TrainerOptions& options) {
   while (!run.done()) {
     const StepRecord r = run.TrainOneStep();  // next batch, forward/backward, optimizer step
     run.Log(r);
+    run.StopIfDiverged();  // too many non-finite steps in a row: exit 2, nothing written
     run.MaybeEvaluate(r.step);
     fault::MaybeKill(fault::FaultPoint::kStep, r.step);
     run.MaybeCheckpoint(r.step);

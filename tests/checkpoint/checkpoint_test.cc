@@ -229,6 +229,91 @@ TEST_F(CheckpointTest, NoCheckpointMeansFreshRun) {
   EXPECT_THROW(ResolveCheckpoint(run_.string()), Error);
 }
 
+// A checkpoints path that exists but cannot be listed is not "no checkpoints": taking it as a fresh
+// start would truncate the run's metrics and fail only at the first save.
+TEST_F(CheckpointTest, UnlistableCheckpointsPathIsAnError) {
+  auto error_of = [&] {
+    try {
+      FindLatestValid(run_.string());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const fs::path ckpts = run_ / "checkpoints";
+  std::ofstream(ckpts) << "not a directory";
+  std::string e = error_of();
+  EXPECT_NE(e.find(ckpts.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("regular file"), std::string::npos) << e;
+  fs::remove(ckpts);
+  fs::create_symlink(run_ / "loop_b", run_ / "loop_a");
+  fs::create_symlink(run_ / "loop_a", run_ / "loop_b");
+  fs::create_symlink(run_ / "loop_a", ckpts);  // a symlink loop
+  e = error_of();
+  EXPECT_NE(e.find(ckpts.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("cannot"), std::string::npos) << e;
+  EXPECT_THROW(ListCheckpointDirs(ckpts.string()), Error);
+  fs::remove(ckpts);
+  EXPECT_FALSE(FindLatestValid(run_.string()).has_value());  // absent: a fresh run
+}
+
+// A checkpoint holding NaN or Inf (written by an older build, or edited) is refused on load,
+// naming the file and the tensor.
+TEST_F(CheckpointTest, NonFiniteValuesAreRefusedOnLoad) {
+  State s = MakeState(9);
+  s.params.data()[s.layout.Get("lm_head.weight").offset + 4] = NAN;
+  s.v.data()[s.layout.Get("model.layers.0.self_attn.q_norm.weight").offset + 1] = INFINITY;
+  // Written around CheckpointWriter, which refuses such state (SaveRefusesNonFiniteState).
+  CheckpointContents contents;
+  contents.step = 3;
+  contents.adam_step = 3;
+  contents.layout = &s.layout;
+  contents.params = s.params.data();
+  contents.adam_m = s.m.data();
+  contents.adam_v = s.v.data();
+  contents.state = StateJson(3);
+  contents.model_config = ConfigJson();
+  WriteCheckpointDir(Dir(3), contents);
+  Checkpoint c = Checkpoint::Open(Dir(3));
+  State out = MakeState(10);
+  std::string e;
+  try {
+    c.LoadParams(out.layout, out.params);
+  } catch (const Error& ex) {
+    e = ex.what();
+  }
+  EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
+  EXPECT_NE(e.find("lm_head.weight"), std::string::npos) << e;
+  e.clear();
+  try {
+    c.LoadOptimizer(out.layout, out.m, out.v);
+  } catch (const Error& ex) {
+    e = ex.what();
+  }
+  EXPECT_NE(e.find("v.model.layers.0.self_attn.q_norm.weight"), std::string::npos) << e;
+}
+
+// Save() refuses parameters or Adam state with NaN/Inf, naming the tensor, and writes nothing.
+TEST_F(CheckpointTest, SaveRefusesNonFiniteState) {
+  for (int which = 0; which < 3; ++which) {
+    State s = MakeState(11);
+    FlatBuffer& buf = which == 0 ? s.params : which == 1 ? s.m : s.v;
+    buf.data()[s.layout.Get("lm_head.weight").offset + 2] = which == 1 ? -INFINITY : NAN;
+    CheckpointWriter w({.run_dir = run_.string(), .keep = 0});
+    std::string e;
+    try {
+      SaveSync(w, s, 4);
+    } catch (const Error& ex) {
+      e = ex.what();
+    }
+    EXPECT_NE(e.find("checkpoint step 4"), std::string::npos) << e;
+    EXPECT_NE(e.find("'lm_head.weight'"), std::string::npos) << e;
+    EXPECT_NE(e.find(which == 0 ? "parameters" : which == 1 ? "Adam m" : "Adam v"),
+              std::string::npos) << e;
+    EXPECT_FALSE(fs::exists(Dir(4)));
+  }
+}
+
 TEST_F(CheckpointTest, KeepsLastKCompleteCheckpoints) {
   State s = MakeState(4);
   CheckpointWriter w({.run_dir = run_.string(), .keep = 2});

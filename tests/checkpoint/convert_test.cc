@@ -137,5 +137,49 @@ TEST_F(ConvertTest, RefusesBadSourcesAndDestinations) {
   }
 }
 
+// `--to` is written only when it does not exist, is an empty directory, or holds what an earlier
+// convert in the same direction wrote; anything else (a training checkpoint with optimizer state,
+// an unrelated directory) is refused and left untouched.
+TEST_F(ConvertTest, DestinationMustBeEmptyOrAnEarlierExport) {
+  auto error_of = [&](const std::string& from, const std::string& to) {
+    try {
+      Run(from, to);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // A run's training checkpoint (weights, Adam state, trainer state).
+  const ModelConfig config = ModelConfig::FromHfFile(kFixture + "/config.json");
+  const ParamLayout layout = config.BuildLayout();
+  FlatBuffer params(layout.total_floats()), m(layout.total_floats()), v(layout.total_floats());
+  {
+    CheckpointWriter w({.run_dir = P("run"), .keep = 0});
+    w.Save(12, layout, params, m, v, 12, {{"step", 12}}, config.ToHfJson());
+    w.Finish();
+  }
+  const std::string step = P("run") + "/checkpoints/" + CheckpointDirName(12);
+  std::string e = error_of(kFixture, step);
+  EXPECT_NE(e.find("--to"), std::string::npos) << e;
+  EXPECT_NE(e.find(step), std::string::npos) << e;
+  EXPECT_TRUE(fs::exists(step + "/optim.safetensors"));
+  EXPECT_TRUE(fs::exists(step + "/state.json"));
+  EXPECT_NO_THROW(VerifyCheckpoint(step));
+  // An unrelated non-empty directory, for export.
+  Run(kFixture, P("ckpt"));
+  fs::create_directories(P("docs"));
+  std::ofstream(P("docs") + "/notes.txt") << "keep me";
+  e = error_of(P("ckpt"), P("docs"));
+  EXPECT_NE(e.find("--to"), std::string::npos) << e;
+  EXPECT_NE(e.find("notes.txt"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(P("docs") + "/model.safetensors"));
+  // Allowed: an empty directory, and convert's own earlier output (re-running the same convert).
+  fs::create_directories(P("empty"));
+  EXPECT_NO_THROW(Run(P("ckpt"), P("empty")));
+  EXPECT_NO_THROW(Run(P("ckpt"), P("empty")));
+  EXPECT_NO_THROW(Run(kFixture, P("ckpt")));
+  ExpectSameWeights(kFixture, P("empty"));
+}
+
 }  // namespace
 }  // namespace replica

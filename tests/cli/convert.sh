@@ -22,6 +22,13 @@ check "f32 round trip: checkpoint model.safetensors byte-identical" \
 check "f32 round trip: HF model.safetensors equals the checkpoint's" \
   'cmp -s "$tmp/ckpt/model.safetensors" "$tmp/hf/model.safetensors"'
 
+check "export writes generation_config.json with the config's ids" \
+  'jq -e ".eos_token_id == 382 and .pad_token_id == 383" "$tmp/hf/generation_config.json" > /dev/null'
+check "no tokenizer files for a vocabulary that is not dolma2's" '[ ! -e "$tmp/hf/tokenizer.json" ]'
+"$BIN" convert --from "$tmp/ckpt" --to "$tmp/hftok" --tokenizer dolma2 2> "$tmp/err"; rc=$?
+check "dolma2 tokenizer files for a 384-id model are refused (exit $rc)" \
+  '[ $rc -eq 2 ] && grep -q -- "--tokenizer dolma2" "$tmp/err" && [ ! -e "$tmp/hftok" ]'
+
 "$BIN" convert --from "$tmp/ckpt" --to "$tmp/hfbf" --dtype bf16 --max-shard-size 1000000 > /dev/null; rc=$?
 check "bf16 sharded export exits 0 (got $rc)" '[ $rc -eq 0 ]'
 check "bf16 export is sharded with an index" \

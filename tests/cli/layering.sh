@@ -3,7 +3,7 @@
 # from folders listed before it. Usage: layering.sh REPLICA_BINARY SOURCE_DIR (the binary is unused).
 set -euo pipefail
 src="${2:?source dir}/src"
-order=(core tensor io ops model hf tokenizer data checkpoint optim run train parallel eval cli)
+order=(core tensor io ops model hf tokenizer data checkpoint infer optim run train parallel eval cli)
 declare -A rank
 for i in "${!order[@]}"; do rank[${order[$i]}]=$i; done
 bad=0

@@ -75,4 +75,30 @@ bad_yarn "per-layer-type factor below 1" "'rope_parameters.full_attention.factor
   '.rope_parameters = {full_attention: (.rope_scaling + {factor: 0.5})} | del(.rope_scaling)'
 "$BIN" parity --model "$DATA/tiny-mha" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "missing --reference: expected exit 2"
+# --against: two models on the same tokens. A model against itself: KL 0, top-1 1, exit 0; against
+# its bf16-rounded export: small but nonzero differences, still the same argmax nearly everywhere;
+# a tighter KL bound fails with exit 1; a model of another vocabulary is refused with exit 2.
+out=$("$BIN" parity --model "$DATA/tiny-gqa" --against "$DATA/tiny-gqa" --seq-len 40 --batch 2 --seed 3 --json)
+rc=$?
+[ $rc -eq 0 ] || fail "against itself: exit $rc"
+echo "$out" | jq -e '.kl_max == 0 and .top1_agreement == 1 and .max_abs_logit_diff == 0 and .positions == 80 and .loss == .loss_ref' >/dev/null \
+  || fail "against itself: $out"
+"$BIN" convert --from "$DATA/tiny-gqa" --to "$TMP/ck" >/dev/null || fail "import"
+"$BIN" convert --from "$TMP/ck" --to "$TMP/bf16" --dtype bf16 --max-shard-size 600000 >/dev/null || fail "export"
+for i in $(seq 0 99); do printf "\\$(printf '%03o' $(( (i * 37) % 256 )))\\000\\000\\000"; done >"$TMP/tokens.u32"
+out=$("$BIN" parity --model "$TMP/bf16" --against "$DATA/tiny-gqa" --tokens "$TMP/tokens.u32" --seq-len 50 \
+      --max-kl 1e-2 --min-top1 0.9 --chunk-rows 7 --json)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "bf16 against f32: exit $rc"
+echo "$out" | jq -e '.kl_max > 0 and .kl_max < 1e-2 and .max_abs_logit_diff > 0 and .positions == 50' >/dev/null \
+  || fail "bf16 against f32: $out"
+"$BIN" parity --model "$TMP/bf16" --against "$DATA/tiny-gqa" --tokens "$TMP/tokens.u32" --seq-len 50 \
+  --max-kl 1e-12 --json >/dev/null
+[ $? -eq 1 ] || fail "bf16 against f32 with --max-kl 1e-12: expected exit 1"
+expect_bad "against another vocabulary" "vocab_size" --model "$DATA/tiny-mha" --against "$DATA/tiny-gqa"
+expect_bad "too few tokens" "tokens.u32" --model "$DATA/tiny-gqa" --against "$DATA/tiny-gqa" --tokens "$TMP/tokens.u32" --seq-len 101
+expect_bad "beyond max_position_embeddings" "max_position_embeddings" --model "$DATA/tiny-gqa" --against "$DATA/tiny-gqa" --seq-len 300
+rm "$TMP/bf16/model-00001-of-00003.safetensors"
+expect_bad "missing shard" "model-00001-of-00003.safetensors" --model "$TMP/bf16" --against "$DATA/tiny-gqa"
 echo "parity.sh: all checks passed"

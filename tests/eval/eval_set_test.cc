@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include <filesystem>
@@ -73,6 +76,56 @@ TEST(EvalSet, ReadsZstdAndReportsMissingFiles) {
   EXPECT_EQ(s.name, "z");
   EXPECT_EQ(s.docs[0].text, "compressed");
   EXPECT_THROW(LoadEvalSet(dir + "/missing.jsonl"), Error);
+}
+
+// The reason zlib gives for a truncated stream is read before the stream is closed (it lives in
+// the gzFile, which gzclose frees).
+TEST(EvalSet, TruncatedGzipNamesZlibsReason) {
+  const std::string dir = ::testing::TempDir() + "/eval_set_test_gz";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/truncated-held-out-set.jsonl.gz";
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "{\"id\":" + std::to_string(i) + ",\"text\":\"doc " +
+                                         std::to_string(i * 7919) + "\"}\n";
+  gzFile g = gzopen(path.c_str(), "wb");
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(gzwrite(g, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(g), Z_OK);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  std::string e;
+  try {
+    LoadEvalSet(path);
+  } catch (const Error& ex) {
+    e = ex.what();
+  }
+  EXPECT_NE(e.find("corrupt gzip data"), std::string::npos) << e;
+  EXPECT_NE(e.find(path + ": corrupt gzip data (unexpected end of file)"), std::string::npos) << e;
+}
+
+// A FIFO given as an eval set is refused at once instead of blocking in open().
+TEST(EvalSetDeathTest, FifoIsRefusedNotWaitedOn) {
+  const std::string dir = ::testing::TempDir() + "/eval_set_test_fifo";
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"/fifo.jsonl", "/fifo.jsonl.gz", "/fifo.jsonl.zst"}) {
+    const std::string path = dir + name;
+    std::filesystem::remove(path);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+    EXPECT_EXIT(
+        {
+          ::alarm(10);  // a blocked open() ends the child with SIGALRM
+          try {
+            LoadEvalSet(path);
+          } catch (const Error& ex) {
+            const std::string m = ex.what();
+            std::_Exit(m.find(path) != std::string::npos && m.find("FIFO") != std::string::npos
+                           ? 0
+                           : 3);
+          }
+          std::_Exit(4);
+        },
+        ::testing::ExitedWithCode(0), "")
+        << path;
+  }
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace {
 const std::string kDir = std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-mha";
 
 // log p(x[t+1] | x[0..t]) for every t, from the model's logits.
-std::vector<double> LogProbs(Olmo3Model& model, const std::vector<int32_t>& x) {
+std::vector<double> LogProbs(InferenceModel& model, const std::vector<int32_t>& x) {
   const int64_t T = static_cast<int64_t>(x.size()), V = model.config().vocab_size;
   std::vector<float> logits(static_cast<size_t>(T * V));
   model.ForwardLogits(x.data(), 1, T, logits.data());
@@ -35,9 +35,9 @@ std::vector<double> LogProbs(Olmo3Model& model, const std::vector<int32_t>& x) {
 
 TEST(ModelEval, PerplexityAndMultipleChoiceMatchTheModelsLogits) {
   const int64_t seq_len = 40;
-  EvalModel m = LoadEvalModel(kDir, 3, seq_len);
+  EvalModel m = LoadEvalModel(kDir, seq_len);
   EXPECT_EQ(m.source, "hf:" + kDir);
-  Olmo3Model& model = *m.model;
+  InferenceModel& model = *m.model;
   auto enc = MakeByteEncoder(510, 511);
   EvalSet docs = ParseEvalSet(
       "{\"id\":\"a\",\"text\":\"Fellow citizens of the Senate\"}\n"
@@ -92,7 +92,7 @@ TEST(ModelEval, PerplexityAndMultipleChoiceMatchTheModelsLogits) {
 }
 
 TEST(ModelEval, TokensOutsideTheVocabularyAreAnError) {
-  EvalModel m = LoadEvalModel(kDir, 1, 16);
+  EvalModel m = LoadEvalModel(kDir, 16);
   LossFn loss = ModelLossFn(*m.model);
   std::vector<int32_t> tokens{1, 2, 600}, labels{2, 600, kIgnoreLabel};
   EXPECT_THROW(loss(tokens.data(), labels.data(), 1, 3), Error);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -96,6 +97,28 @@ TEST(HfWeights, RefusesMismatchesNamingTheTensor) {
   FlatBuffer p4(more.total_floats());
   e = ErrorOf([&] { LoadHfWeights(kMha, more, p4); });
   EXPECT_NE(e.find("missing parameter 'model.layers.4."), std::string::npos) << e;
+}
+
+// NaN or Inf in a weights file is refused, naming the tensor and the element, instead of loading
+// and evaluating to "ppl nan" with exit 0.
+TEST(HfWeights, NonFiniteWeightsAreRefusedNamingTheTensor) {
+  const ModelConfig config = ModelConfig::FromHfFile(kMha + "/config.json");
+  const ParamLayout layout = config.BuildLayout();
+  FlatBuffer params(layout.total_floats());
+  LoadHfWeights(kMha, layout, params);
+  const std::string name = "model.layers.2.mlp.up_proj.weight";
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    FlatBuffer edited(layout.total_floats());
+    std::memcpy(edited.data(), params.data(), params.size() * sizeof(float));
+    edited.data()[layout.Get(name).offset + 17] = bad;
+    test::TempDir dir("hf-nonfinite");
+    SaveHfModel(dir.str(), config, layout, edited);
+    FlatBuffer out(layout.total_floats());
+    const std::string e = ErrorOf([&] { LoadHfWeights(dir.str(), layout, out); });
+    EXPECT_NE(e.find(name), std::string::npos) << e;
+    EXPECT_NE(e.find("17"), std::string::npos) << e;
+    EXPECT_NE(e.find(std::isnan(bad) ? "nan" : "inf"), std::string::npos) << e;
+  }
 }
 
 }  // namespace

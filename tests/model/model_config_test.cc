@@ -589,5 +589,48 @@ TEST(ModelConfig, FileErrorsNameThePath) {
   std::remove(path.c_str());
 }
 
+// Size fields multiply into shapes and parameter counts: every product is overflow-checked and every
+// field bounded, and the error names the field instead of overflowing (a negative or wrapped
+// shape), growing memory until std::bad_alloc, or crashing later in the RoPE table.
+TEST(ModelConfig, HeadDimOverflowIsRefusedByName) {
+  // 4611686018427387920 * 4 wraps to 64 in int64 arithmetic.
+  EXPECT_THAT(EditError([](json& j) { j["head_dim"] = 4611686018427387920LL; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'head_dim'")));
+}
+
+TEST(ModelConfig, SizeFieldsAreBoundedByName) {
+  EXPECT_THAT(EditError([](json& j) { j["vocab_size"] = 1000000000000LL; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'vocab_size'")));
+  EXPECT_THAT(EditError([](json& j) {
+                j.erase("layer_types");
+                j["num_hidden_layers"] = 10000000;
+              }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'num_hidden_layers'")));
+  // Each field alone is plausible; their products are not.
+  EXPECT_THAT(EditError([](json& j) {
+                j["hidden_size"] = int64_t{1} << 20;
+                j["intermediate_size"] = int64_t{1} << 40;
+                j["num_attention_heads"] = 1024;
+                j["num_key_value_heads"] = 1024;
+              }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'intermediate_size'")));
+  EXPECT_THAT(EditError([](json& j) {
+                j["vocab_size"] = int64_t{1} << 30;
+                j["hidden_size"] = int64_t{1} << 20;
+                j["num_attention_heads"] = 1024;
+                j["num_key_value_heads"] = 1024;
+              }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("parameters")));
+}
+
+TEST(ModelConfig, TokenIdsMustFitInt32AndTheVocabulary) {
+  EXPECT_THAT(EditError([](json& j) { j["eos_token_id"] = (int64_t{1} << 32) + 300; }),
+              AllOf(HasSubstr("edited/config.json"), HasSubstr("'eos_token_id'")));
+  EXPECT_THAT(EditError([](json& j) { j["pad_token_id"] = 512; }),  // vocab_size is 512
+              AllOf(HasSubstr("'pad_token_id'"), HasSubstr("vocab_size")));
+  EXPECT_THAT(EditError([](json& j) { j["bos_token_id"] = 4000; }), HasSubstr("'bos_token_id'"));
+  EXPECT_EQ(FromEdit([](json& j) { j["eos_token_id"] = 511; }).eos_token_id, 511);
+}
+
 }  // namespace
 }  // namespace replica

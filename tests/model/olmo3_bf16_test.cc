@@ -13,6 +13,7 @@
 #include "hf/hf_weights.h"
 #include "io/safetensors.h"
 #include "model/olmo3.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 
 namespace replica {
 namespace {
@@ -59,14 +60,16 @@ TEST(Olmo3Bf16, LogitsNearTruthButNotFp32) {
     SCOPED_TRACE(name);
     const std::string dir = kData + "/olmo3/" + name;
     Case c(dir);
-    Olmo3Model model(c.config, c.B, c.T);
-    LoadHfWeights(dir, model.layout(), model.params());
+    Olmo3Model model32(c.config, c.B, c.T, BackendFor(Precision::kFp32));
+    Olmo3Model model16(c.config, c.B, c.T, BackendFor(Precision::kBf16));
+    EXPECT_EQ(&model32.backend(), &CpuBackend());
+    EXPECT_STREQ(model16.backend().name(), "cpu-bf16");
+    LoadHfWeights(dir, model32.layout(), model32.params());
+    LoadHfWeights(dir, model16.layout(), model16.params());
     const int64_t V = c.config.vocab_size;
     std::vector<float> l32(c.B * c.T * V), l16(l32.size());
-    model.ForwardLogits(c.ids.data(), c.B, c.T, l32.data());
-    model.set_precision(Precision::kBf16);
-    EXPECT_EQ(model.precision(), Precision::kBf16);
-    model.ForwardLogits(c.ids.data(), c.B, c.T, l16.data());
+    model32.ForwardLogits(c.ids.data(), c.B, c.T, l32.data());
+    model16.ForwardLogits(c.ids.data(), c.B, c.T, l16.data());
     const std::vector<float> truth = c.io.ReadF32("logits");
     const double kl32 = MeanKl(truth, l32, V), kl16 = MeanKl(truth, l16, V);
     EXPECT_LT(kl32, 1e-9);
@@ -79,12 +82,11 @@ TEST(Olmo3Bf16, LogitsNearTruthButNotFp32) {
 TEST(Olmo3Bf16, GradientsTrackFp32AndAreThreadCountIndependent) {
   const std::string dir = kData + "/olmo3/tiny-gqa";
   Case c(dir);
-  Olmo3Model model(c.config, c.B, c.T);
-  LoadHfWeights(dir, model.layout(), model.params());
-  const size_t n = model.grads().size();
   auto run = [&](Precision p, int threads, std::vector<float>& g) {
     SetNumThreads(threads);
-    model.set_precision(p);
+    Olmo3Model model(c.config, c.B, c.T, BackendFor(p));
+    LoadHfWeights(dir, model.layout(), model.params());
+    const size_t n = model.grads().size();
     model.grads().Zero();
     // The mean CE over the labels, as tools/torch_parity.py --grads differentiates.
     int64_t tokens = 0;
@@ -102,6 +104,8 @@ TEST(Olmo3Bf16, GradientsTrackFp32AndAreThreadCountIndependent) {
   SetNumThreads(0);
   EXPECT_EQ(s1.ce_sum, s2.ce_sum);
   EXPECT_EQ(s1.ce_sum, s3.ce_sum);
+  const size_t n = g32.size();
+  ASSERT_EQ(g1.size(), n);
   EXPECT_EQ(std::memcmp(g1.data(), g2.data(), n * 4), 0);
   EXPECT_EQ(std::memcmp(g1.data(), g3.data(), n * 4), 0);
   EXPECT_NEAR(s1.ce_sum, s32.ce_sum, 1e-3 * s32.ce_sum);

@@ -242,5 +242,79 @@ TEST(RunConfig, YarnModelRendersAndReloads) {
   EXPECT_NE(e2.find("model.rope_scaling"), std::string::npos) << e2;
 }
 
+// Every nested section and mixture source is read through yaml-cpp's map iterators; under
+// AddressSanitizer (make sanitize) this is the regression test for binding a reference to the
+// iterator's temporary proxy (stack-use-after-scope on every load).
+TEST(RunConfig, NestedSectionsAndMixtureSourcesReadBack) {
+  const std::string text = std::string(kTiny) + R"(
+checkpoint:
+  interval: 3
+  keep: 2
+)";
+  RunConfig c = RunConfig::FromYaml(text, "/b", {}, "x.yaml");
+  EXPECT_EQ(c.train.max_steps, 10);
+  EXPECT_EQ(c.train.micro_batch_instances, 2);
+  EXPECT_EQ(c.optim.schedule.warmup, 2);
+  EXPECT_EQ(c.checkpoint.interval, 3);
+  EXPECT_EQ(c.model.hidden_size, 64);
+  RunConfig m = RunConfig::FromYaml(R"(
+model: {vocab_size: 256, hidden_size: 64, intermediate_size: 128, num_hidden_layers: 4,
+        num_attention_heads: 4, rms_norm_eps: 1.0e-6, rope_theta: 500000, sliding_window: 8}
+data:
+  seq_len: 32
+  mixture:
+    - {name: web, paths: [w.npy], tokens: 100}
+    - {name: code, paths: [c.npy], tokens: 50, max_repetition: 2}
+train: {max_steps: 1, global_batch_instances: 2}
+optim: {lr: 1.0e-3}
+)",
+                                    "/b", {}, "m.yaml");
+  ASSERT_EQ(m.data.mixture.size(), 2u);
+  EXPECT_EQ(m.data.mixture[1].name, "code");
+  EXPECT_EQ(m.data.mixture[1].tokens, 50);
+  EXPECT_EQ(m.data.mixture[1].max_repetition, 2.0);
+}
+
+TEST(RunConfig, DuplicateKeysAreRefused) {
+  auto err = [](const std::string& text) {
+    return ErrorOf([&] { RunConfig::FromYaml(text, "/b", {}, "x.yaml"); });
+  };
+  std::string e = err(std::string(kTiny) + "checkpoint:\n  keep: 2\n  keep: 3\n");
+  EXPECT_NE(e.find("x.yaml"), std::string::npos) << e;
+  EXPECT_NE(e.find("'checkpoint.keep'"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than once"), std::string::npos) << e;
+  // The same key through a repeated section and through a dotted key.
+  e = err(std::string(kTiny) + "checkpoint: {keep: 2}\ncheckpoint: {interval: 3}\n");
+  EXPECT_NE(e.find("'checkpoint'"), std::string::npos) << e;
+  e = err(std::string(kTiny) + "train.max_steps: 3\n");
+  EXPECT_NE(e.find("'train.max_steps'"), std::string::npos) << e;
+  e = err(std::string(kTiny) + "model.vocab_size: 300\n");
+  EXPECT_NE(e.find("'model.vocab_size'"), std::string::npos) << e;
+  e = err(R"(
+model: {vocab_size: 256, hidden_size: 64, intermediate_size: 128, num_hidden_layers: 4,
+        num_attention_heads: 4, rms_norm_eps: 1.0e-6, rope_theta: 500000, sliding_window: 8}
+data:
+  seq_len: 32
+  mixture:
+    - {name: web, paths: [w.npy], tokens: 100, tokens: 200}
+train: {max_steps: 1, global_batch_instances: 2}
+)");
+  EXPECT_NE(e.find("'data.mixture[0].tokens'"), std::string::npos) << e;
+  // --set overrides a file key (that is its purpose); that is not a duplicate.
+  EXPECT_EQ(RunConfig::FromYaml(kTiny, "/b", {"train.max_steps=7"}, "x.yaml").train.max_steps, 7);
+}
+
+TEST(RunConfig, HugeModelSizesNameTheField) {
+  auto err = [](std::vector<std::string> sets) {
+    return ErrorOf([&] { RunConfig::FromYaml(kTiny, "/b", sets, "x.yaml"); });
+  };
+  std::string e = err({"model.num_hidden_layers=1e9"});
+  EXPECT_NE(e.find("num_hidden_layers"), std::string::npos) << e;
+  e = err({"model.vocab_size=1e12"});
+  EXPECT_NE(e.find("vocab_size"), std::string::npos) << e;
+  e = err({"model.eos_token_id=4294967596"});
+  EXPECT_NE(e.find("eos_token_id"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace replica

@@ -2,6 +2,7 @@
 // double through Highway. Every operation is a separately rounded IEEE double multiply, add,
 // subtract, divide or square root in the scalar order (no fused multiply-add), so the vector code
 // gives exactly the bits of AdamWElementsReference, on any vector width and thread count.
+// p, g, m and v are distinct arrays of n floats.
 #pragma once
 #include <cstdint>
 

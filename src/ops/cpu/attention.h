@@ -11,6 +11,8 @@
 // Visibility: key j is visible to query i iff j <= i and (window == 0 or i - window < j).
 // Precision::kBf16: every operand of QKᵀ, PV and their backward products is rounded to bf16 with
 // fp32 accumulation; softmax statistics and lse stay fp32 (docs/precision.md).
+// Outputs (out, lse, dq, dk, dv) must not alias any input. Each output element is computed by one
+// thread in a fixed tile order, so results are bit-identical for any thread count.
 #pragma once
 #include <cstdint>
 

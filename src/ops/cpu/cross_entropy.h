@@ -11,6 +11,8 @@
 // With Precision::kBf16 the three GEMMs take bf16-rounded operands with fp32 accumulation (the
 // logits GEMM: x and W; the backward: the exp buffer, W and coef·x; the label terms round W[y] and
 // x likewise); log-sum-exp, softmax statistics, CE and z-loss stay fp32/double as in fp32 mode.
+// dx and dW must not alias x, W or each other (with a tied head W and the embedding gradient are
+// different buffers: parameters and gradients).
 #pragma once
 #include <cstdint>
 #include <vector>

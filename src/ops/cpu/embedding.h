@@ -1,7 +1,7 @@
 // Token embedding lookup and its gradient. The backward is a scatter-add made deterministic without
 // atomics: each thread owns a fixed range of vocabulary rows and adds the positions holding its
 // tokens in ascending position order, so a token repeated in the batch is summed in one fixed order
-// whatever the thread count.
+// whatever the thread count. Outputs must not alias the table or the incoming gradient.
 #pragma once
 #include <cstdint>
 

@@ -3,7 +3,7 @@
 // so replica runs OpenBLAS single-threaded and parallelises here: C is cut into tiles whose size
 // depends only on the GEMM's shape, each tile is one single-threaded sgemm over the whole K, and
 // OpenMP hands tiles to threads. Every element of C is then computed by the same call with the same
-// operands whatever the thread count (docs/design.md §2.3).
+// operands whatever the thread count (docs/design.md §2.3). C must not overlap A or B.
 #pragma once
 #include <cstdint>
 

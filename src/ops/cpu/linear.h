@@ -2,6 +2,8 @@
 // Sgemm (gemm.h). The backward uses the GEMM's transpose flags, never a transposed copy. With
 // Precision::kBf16 every GEMM (forward and both backward products) takes bf16-rounded operands
 // and accumulates in fp32 (gemm_bf16.h); outputs and gradients stay fp32.
+// Sgemm (gemm.h). The backward uses the GEMM's transpose flags, never a transposed copy.
+// Outputs (y, dx, dW) must not alias any input. Bit-identical for any thread count (gemm.h).
 #pragma once
 #include <cstdint>
 

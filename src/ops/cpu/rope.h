@@ -3,7 +3,8 @@
 // angles t·inv_freq[j] (plain RoPE or YaRN, ops/cpu/rope_params.h) and m·cos, m·sin (m = the YaRN
 // attention factor, 1 for plain RoPE) are computed in double and rounded to float once, so the
 // table is the exact one to a half-ulp (an fp32 angle drifts by ~t·2^-24 rad at position t). The
-// rotation itself runs in fp32. With m in the table, q·k of a YaRN layer is scaled by m².
+// rotation itself runs in fp32, each element from its own pair, so results do not depend on the
+// thread count. With m in the table, q·k of a YaRN layer is scaled by m².
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,7 @@
 // The SwiGLU gate of the Olmo 3 MLP, elementwise in fp32: s = silu(g) ⊙ u, silu(x) = x·sigmoid(x).
 // The gate and up projections and the down projection are Linear ops around it.
+// Elementwise: each element's result depends only on its own inputs (bit-identical for any thread
+// count); outputs must not alias the inputs.
 #pragma once
 #include <cstdint>
 

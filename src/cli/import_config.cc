@@ -1,0 +1,72 @@
+// replica import-config config.json [--out FILE] [--mix-dir DIR | --mix-file FILE]
+//     [--data-paths data_paths.txt] [--path-map PREFIX=DIR ...] [--max-steps N]
+// Writes the replica YAML equivalent of an OLMo-core config.json (run/olmo_core_config.h), with
+// the JSON path beside each key. A setting replica cannot reproduce is an error naming its JSON
+// path (exit 2, nothing written). The YAML is checked by loading it before it is written.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/olmo_core_options.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "run/olmo_core_config.h"
+#include "run/run_config.h"
+
+namespace replica::cli {
+namespace {
+
+struct ImportArgs {
+  std::string config, out;
+  OlmoCoreImportOptions import;
+  bool quiet = false;
+};
+
+int RunImport(const ImportArgs& a) {
+  const nlohmann::json j = ReadOlmoCoreConfig(a.config);
+  Require(!j.is_null(), "{}: not an OLMo-core config (a JSON object with \"_CLASS_\" keys)",
+          a.config);
+  const OlmoCoreImport im = ImportOlmoCoreConfig(j, a.config, a.import);
+  RequireNoRefusals(im, a.config);
+  Require(!im.needs_max_steps,
+          "{}: the run stops after a number of epochs but the dataset is not available to count "
+          "its batches: map the data (--mix-dir, --data-paths, --path-map) or give --max-steps N",
+          a.config);
+  // The YAML must load as it is (paths in it are absolute, so its location does not matter).
+  (void)RunConfig::FromYaml(im.yaml, std::filesystem::current_path().string(), {}, a.config);
+  if (a.out.empty()) {
+    std::fputs(im.yaml.c_str(), stdout);
+  } else {
+    WriteFileAtomic(a.out, im.yaml);
+  }
+  if (!a.quiet) {
+    std::fprintf(stderr, "replica: %s: %zu setting(s) ignored (listed in the YAML header)%s\n",
+                 a.config.c_str(), im.ignored.size(),
+                 a.out.empty() ? "" : (", wrote " + a.out).c_str());
+    for (const ImportNote& n : im.unresolved)
+      std::fprintf(stderr, "replica: before training: %s: %s\n", n.json_path.c_str(),
+                   n.reason.c_str());
+  }
+  return 0;
+}
+
+CommandRegistration reg(
+    "import-config",
+    "write the replica YAML of an OLMo-core config.json (JSON path beside each key)",
+    [](CLI::App& app) -> RunFn {
+      auto a = std::make_shared<ImportArgs>();
+      app.add_option("CONFIG", a->config, "OLMo-core config.json (ConfigSaverCallback's)")
+          ->required();
+      app.add_option("--out", a->out, "write the YAML here (atomically) instead of stdout");
+      AddOlmoCoreOptions(app, a->import);
+      app.add_option("--max-steps", a->import.max_steps,
+                     "train.max_steps when the config stops after epochs of data not available "
+                     "here")
+          ->check(CLI::PositiveNumber);
+      app.add_flag("--quiet", a->quiet, "no summary on stderr");
+      return [a] { return RunImport(*a); };
+    });
+
+}  // namespace
+}  // namespace replica::cli

@@ -1,0 +1,64 @@
+// Token-by-token decoding with a KV cache over memory-mapped weights (model_weights.h).
+//
+// Prefill runs the prompt through InferenceModel's layer-by-layer forward and keeps each layer's
+// post-RoPE keys and values; every later Step(token) computes one position with matrix-vector
+// products straight from the stored weights (fp32 or bf16, see matvec.h), so a step reads each
+// weight byte once. A full-attention layer's cache holds every position up to max_context; a
+// sliding layer's holds only its window W, as a ring buffer (position p in slot p mod W): the
+// query at position i sees keys i-W < j <= i, exactly the last W. The logits a step returns equal
+// a full forward's logits at that position to fp32 rounding (checked by the tests).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "infer/inference_model.h"
+#include "infer/layer_ropes.h"
+
+namespace replica {
+
+class Decoder {
+ public:
+  // max_context: positions this decoder may hold (prompt + generated), at most the model's
+  // max_position_embeddings (Error otherwise). Weight pages stay resident (they are read again
+  // every step).
+  Decoder(InferenceModel& model, int64_t max_context);
+
+  // Runs the prompt (1 <= size <= max_context, Error naming both otherwise) from an empty cache
+  // and returns the next-token logits [V] of its last position.
+  std::span<const float> Prefill(std::span<const int32_t> prompt);
+  // Appends `token` at position length() and returns the next-token logits [V]. Error when the
+  // context is full.
+  std::span<const float> Step(int32_t token);
+
+  int64_t length() const { return length_; }  // positions in the cache
+  int64_t max_context() const { return max_context_; }
+  // Bytes of weights one Step reads (every matrix and the LM head; the embedding row is negligible).
+  uint64_t step_weight_bytes() const { return step_weight_bytes_; }
+
+ private:
+  struct LayerCache {
+    int64_t capacity = 0;  // slots: W for a sliding layer, max_context for a full one
+    std::vector<float> k, v;  // [capacity, KV*hd]
+  };
+  struct Matrix {
+    DType dtype;
+    const void* data;
+  };
+  Matrix Weight(const std::string& name) const;
+  void Attend(int64_t l, int64_t pos);  // q_ -> att_ over the cache of layer l
+
+  InferenceModel& model_;
+  const ModelConfig& c_;
+  int64_t max_context_ = 0, length_ = 0;
+  uint64_t step_weight_bytes_ = 0;
+  LayerRopes ropes_;
+  std::vector<LayerCache> cache_;
+  std::vector<std::vector<float>> norms_;  // per layer: q_norm, k_norm, attn_norm, ff_norm (fp32)
+  std::vector<float> final_norm_;
+  // One position's activations.
+  std::vector<float> x_, q_raw_, k_raw_, v_, q_, k_, att_, a_, h_, g_, u_, s_, m_, xf_, logits_,
+      scores_;
+};
+
+}  // namespace replica

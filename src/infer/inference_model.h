@@ -1,0 +1,70 @@
+// The Olmo 3 forward for evaluation and parity over memory-mapped weights (model_weights.h),
+// keeping no training activations: the stack runs layer by layer, each layer's weights widened to
+// fp32 just before it runs (one layer's fp32 copy exists at a time, and the stored pages are
+// released after), through the same ops in the same order as Olmo3Model's forward, run by the
+// Backend given (ops/backend.h; the fp32 CPU one unless another is given). On the same
+// (fp32-representable) weights the hidden states are therefore bit-identical to the training
+// forward's, and so are ForwardLoss and ForwardLogits with chunk_rows >= B*T.
+//
+// Memory for tokens [B, T] (N = B*T rows): about N·(6·D + 3·I + 4·H·hd) floats of activations, one
+// layer of fp32 weights and, while logits are made, the fp32 LM head [V, D]. The logits of all N
+// rows exist only when asked for (ForwardLogits); ForEachLogitsChunk hands them out chunk_rows at
+// a time, ForwardLoss fuses them with the cross-entropy (ops/cpu/cross_entropy.h).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "infer/layer_ropes.h"
+#include "infer/model_weights.h"
+#include "model/olmo3.h"
+
+namespace replica {
+
+class InferenceModel {
+ public:
+  // `backend` (ops/backend.h) runs every op and must outlive the model.
+  explicit InferenceModel(ModelWeights weights, const Backend& backend = CpuBackend());
+
+  const ModelConfig& config() const { return weights_.config(); }
+  const ModelWeights& weights() const { return weights_; }
+
+  // Receives layer l's post-RoPE keys and values [B*T, KV*hd] during ForwardHidden.
+  using KvSink = std::function<void(int64_t layer, const float* k, const float* v)>;
+  // tokens [B, T] -> xf [B*T, D] = the final RMSNorm of the last layer's output. Token ids are
+  // checked against the vocabulary (Error naming the position).
+  void ForwardHidden(const int32_t* tokens, int64_t B, int64_t T, float* xf,
+                     const KvSink& kv_sink = {});
+  // logits = xf lm_head^T for rows [0, N), handed to sink(row0, rows, logits [rows, V]) in order,
+  // chunk_rows at a time (the last chunk may be shorter).
+  using LogitsSink = std::function<void(int64_t row0, int64_t rows, const float* logits)>;
+  void ForEachLogitsChunk(const float* xf, int64_t N, int64_t chunk_rows, const LogitsSink& sink);
+  // logits [rows, V] = xf [rows, D] lm_head^T. The fp32 LM head is widened on first use and kept
+  // until ReleaseLmHead() (so two models' logits can be made chunk by chunk side by side).
+  void LogitsRows(const float* xf, int64_t rows, float* logits);
+  void ReleaseLmHead();
+
+  // Full logits [B, T, V] into `logits` (what Olmo3Model::ForwardLogits computes).
+  void ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits);
+  // Sums of CE and lse² over labels != -100 (what Olmo3Model::ForwardLoss computes).
+  CrossEntropySums ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T);
+
+  // Whether ForwardHidden drops a layer's stored pages after widening it (default true; a decoder
+  // that reads the stored weights again every step turns it off).
+  void set_release_pages(bool release) { release_pages_ = release; }
+
+ private:
+  struct Layer;  // one layer's weights widened to fp32
+  void WidenLayer(int64_t l);
+  void WidenLmHead();  // no-op when already widened
+  void Validate(const int32_t* tokens, const int32_t* labels, int64_t N) const;
+
+  ModelWeights weights_;
+  const Backend* ops_;
+  bool release_pages_ = true;
+  std::vector<float> layer_buf_;   // one layer, fp32
+  std::vector<float> lm_head_;     // [V, D] fp32 while logits are being made
+  LayerRopes ropes_;
+};
+
+}  // namespace replica

@@ -1,0 +1,44 @@
+// The weights of a model for inference, memory-mapped in the dtype they are stored in: a Hugging
+// Face directory (config.json + model.safetensors or model-0000k-of-0000N shards + index) or a
+// replica checkpoint (a step-* directory, verified, or a run directory: its newest valid one).
+// Nothing is converted or copied at open: callers widen one tensor (or one layer) at a time, so
+// a 7B model in bf16 needs its 14.6 GB of file pages, not 29 GB of fp32.
+//
+// Open() checks the whole directory before returning: config.json parses, every shard opens (a
+// missing shard is an Error naming it), and every tensor of ModelConfig::BuildLayout() is present
+// with its exact shape, stored as F32, BF16 or F16, with no extra tensor.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "hf/hf_checkpoint.h"
+#include "model/model_config.h"
+
+namespace replica {
+
+class ModelWeights {
+ public:
+  static ModelWeights Open(const std::string& path);
+
+  const ModelConfig& config() const { return config_; }
+  const std::string& source() const { return source_; }  // "hf:<dir>" or "checkpoint:<dir>"
+  int64_t step() const { return step_; }                  // checkpoint step; -1 for HF
+  const HfCheckpoint& checkpoint() const { return checkpoint_; }
+
+  const TensorInfo& Get(const std::string& name) const { return checkpoint_.Get(name); }
+  // Widens tensor `name` to fp32 into dst (exactly numel floats), in parallel.
+  void ToF32(const std::string& name, float* dst) const;
+  // Drops the resident pages of tensor `name` (see ReleaseMappedPages): after a layer has been
+  // widened, its stored bytes need not stay in this process's memory.
+  void Release(const std::string& name) const;
+  // Bytes of all stored weights (what one decode step reads, the embedding excepted).
+  uint64_t stored_bytes() const;
+
+ private:
+  ModelConfig config_;
+  HfCheckpoint checkpoint_;
+  std::string source_;
+  int64_t step_ = -1;
+};
+
+}  // namespace replica

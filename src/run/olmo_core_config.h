@@ -1,0 +1,85 @@
+// OLMo-core experiment configs read as replica run configs (docs/olmo-core.md). OLMo-core saves the
+// ExperimentConfig of every run as config.json (ConfigSaverCallback, Config.as_config_dict): nested
+// objects each carrying "_CLASS_": "module.ClassName", None values left out, enums as values.
+//
+// Promises:
+//   - dispatch is on "_CLASS_" through a registry of known class names; an unknown class is refused
+//     with its JSON path, never guessed from its keys;
+//   - every field of a known class is mapped to a replica key, ignored with a stated reason (W&B,
+//     compile flags, kernel and parallel-layout choices, ...), or refused with its JSON path (a
+//     feature replica lacks: float8, document packing, RoPE scaling, ...); an unknown field of a
+//     known class is refused too;
+//   - both spellings of the attention block are read: block.sequence_mixer (OLMo-core since
+//     2026-01) and block.attention (before), and per-layer model.block_overrides.<layer>;
+//   - the result is replica YAML with the JSON path beside each key (as a comment), which
+//     RunConfig::FromYaml reads: a run started from config.json and one started from the imported
+//     YAML are the same config (same Canonical(), same trajectory);
+//   - data: a mix (dataset.mix + mix_base_dir, one "label,path" a line with {TOKENIZER}) is read
+//     from a local mix file, or the dataset's paths are taken as they are, or data_paths.txt (the
+//     run's file list, in order) replaces them; --path-map prefixes make remote paths local.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run/run_config.h"
+
+namespace replica {
+
+struct OlmoCoreImportOptions {
+  std::string mix_dir;          // directory of OLMo-core mix files: <mix>.txt
+  std::string mix_file;         // one mix file, whatever dataset.mix names
+  std::string data_paths_file;  // data_paths.txt: the token files in order (replaces the dataset's)
+  std::vector<std::string> path_map;  // "PREFIX=LOCAL": a path starting with PREFIX is rewritten
+  bool allow_unsupported = false;     // report refusals instead of failing (plan what-ifs)
+  int64_t max_steps = 0;  // > 0: train.max_steps when the config stops after epochs of unknown data
+  bool for_training = false;  // LoadRunConfig: unresolved data or checkpoint paths are errors
+};
+
+struct ImportNote {
+  std::string json_path, reason;
+  std::string replica_key;  // for unresolved notes: the key a --set may give instead
+};
+
+struct OlmoCoreImport {
+  std::string yaml;                    // replica YAML, JSON path beside each key
+  std::vector<ImportNote> ignored;     // fields with no effect on replica's training math
+  std::vector<ImportNote> refused;     // fields replica cannot reproduce
+  std::vector<ImportNote> unresolved;  // needed to train, not to plan (local data, checkpoint)
+  bool needs_max_steps = false;        // hard stop in epochs and the dataset size is unknown
+
+  // The dataset as OLMo-core reads it (for `replica data batch`).
+  std::vector<std::string> data_paths;  // local token files, in order (empty: unresolved)
+  int64_t seq_len = 0;
+  std::string dtype = "uint32";
+  uint64_t seed = 0;
+  uint64_t global_batch_instances = 0;
+  uint64_t tokenizer_vocab_size = 0;
+  int64_t eos_token_id = -1, pad_token_id = -1, bos_token_id = -1;
+  int64_t max_target_sequence_length = -1;  // -1: None
+};
+
+// True for a JSON object with a "_CLASS_" key (an OLMo-core config).
+bool IsOlmoCoreConfig(const nlohmann::json& j);
+
+// Maps an OLMo-core ExperimentConfig. Refusals are collected in the result, not thrown; an Error
+// only for options that cannot be used (unreadable mix or data_paths.txt, malformed --path-map).
+OlmoCoreImport ImportOlmoCoreConfig(const nlohmann::json& j, const std::string& source,
+                                    const OlmoCoreImportOptions& options);
+
+// Error listing every refusal (JSON path: reason) unless there are none.
+void RequireNoRefusals(const OlmoCoreImport& imported, const std::string& source);
+
+// Reads `path` and returns it parsed when it is an OLMo-core config.json, else null.
+nlohmann::json ReadOlmoCoreConfig(const std::string& path);
+
+// A run config from `path`: replica YAML, or an OLMo-core config.json (recognised by "_CLASS_").
+// For config.json every refusal is an Error (unless options.allow_unsupported, which prints them
+// on stderr), and so is a missing max_steps (epoch hard stop without the data) unless `overrides`
+// set train.max_steps; with options.for_training, so is anything unresolved (remote data or
+// checkpoint paths, a mix file not given) unless `overrides` set the key it would fill.
+RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides,
+                        const OlmoCoreImportOptions& options);
+
+}  // namespace replica

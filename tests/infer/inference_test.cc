@@ -1,0 +1,287 @@
+// Inference over memory-mapped weights against the training forward and the float64 fixtures
+// (tests/data/olmo3, README there): the layer-by-layer forward on bf16-stored weights equals
+// Olmo3Model on the same weights; cached decoding (prefill + steps, ring-buffered sliding layers)
+// gives the full forward's next-token logits across window boundaries; greedy next tokens equal
+// the float64 reference's argmax wherever its top-2 gap is above fp32 noise; bad input is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "hf/hf_weights.h"
+#include "infer/decoder.h"
+#include "infer/generate.h"
+#include "infer/inference_model.h"
+#include "infer/matvec.h"
+#include "infer/model_weights.h"
+#include "infer/sampler.h"
+#include "io/safetensors.h"
+#include "model/olmo3.h"
+#include "testing/util.h"
+
+namespace replica {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kData = std::string(REPLICA_TEST_DATA) + "/olmo3/";
+
+struct Fixture {
+  int64_t B, T, V;
+  std::vector<int32_t> ids;
+  std::vector<float> logits;  // float64 reference, rounded to F32
+};
+
+Fixture ReadIo(const std::string& c) {
+  SafetensorsFile f = SafetensorsFile::Open(kData + c + "/io.safetensors");
+  Fixture x;
+  const TensorInfo& l = f.Get("logits");
+  x.B = l.shape[0], x.T = l.shape[1], x.V = l.shape[2];
+  for (int64_t id : f.ReadI64("input_ids")) x.ids.push_back(static_cast<int32_t>(id));
+  x.logits = f.ReadF32("logits");
+  return x;
+}
+
+// The case's weights rounded to bf16, saved as a sharded BF16 directory; `rounded` receives the
+// same weights in fp32 (exactly representable) for the training model.
+std::string Bf16Copy(const std::string& c, const test::TempDir& tmp, FlatBuffer* rounded,
+                     ModelConfig* config) {
+  *config = ModelConfig::FromHfFile(kData + c + "/config.json");
+  const ParamLayout layout = config->BuildLayout();
+  *rounded = FlatBuffer(layout.total_floats());
+  LoadHfWeights(kData + c, layout, *rounded);
+  for (size_t i = 0; i < rounded->size(); ++i) {
+    rounded->data()[i] = Bf16ToF32(F32ToBf16(rounded->data()[i]));
+  }
+  const std::string dir = tmp.File(c + "_bf16");
+  SaveHfModel(dir, *config, layout, *rounded, DType::kBF16, /*max_shard_bytes=*/200'000);
+  return dir;
+}
+
+TEST(MatVec, EqualsItsReferenceBitForBit) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> n(0.f, 1.f);
+  for (int64_t cols : {1, 31, 32, 33, 100, 257}) {
+    const int64_t rows = 37;
+    std::vector<float> w(rows * cols), x(cols), y(rows), y_ref(rows);
+    std::vector<uint16_t> wb(rows * cols);
+    for (auto& v : w) v = n(rng);
+    for (auto& v : x) v = n(rng);
+    for (size_t i = 0; i < w.size(); ++i) wb[i] = F32ToBf16(w[i]);
+    MatVec(DType::kF32, w.data(), x.data(), rows, cols, y.data());
+    MatVecReference(DType::kF32, w.data(), x.data(), rows, cols, y_ref.data());
+    EXPECT_EQ(y, y_ref) << "f32 cols " << cols;
+    MatVec(DType::kBF16, wb.data(), x.data(), rows, cols, y.data());
+    MatVecReference(DType::kBF16, wb.data(), x.data(), rows, cols, y_ref.data());
+    EXPECT_EQ(y, y_ref) << "bf16 cols " << cols;
+    for (int64_t r = 0; r < rows; ++r) {  // and it is the product
+      double s = 0;
+      for (int64_t k = 0; k < cols; ++k) s += static_cast<double>(Bf16ToF32(wb[r * cols + k])) * x[k];
+      EXPECT_NEAR(y[r], s, 1e-5 * (1 + std::abs(s)));
+    }
+  }
+  std::vector<float> x(4), y(1);
+  std::vector<uint16_t> w(4);
+  EXPECT_THROW(MatVec(DType::kF16, w.data(), x.data(), 1, 4, y.data()), Error);
+}
+
+// bf16-stored, memory-mapped, layer by layer == Olmo3Model on the same fp32 weights.
+TEST(InferenceModel, Bf16WeightsGiveTheTrainingForwardBitForBit) {
+  for (const std::string c : {"tiny-mha", "tiny-gqa", "tiny-yarn"}) {
+    FlatBuffer rounded;
+    ModelConfig config;
+    test::TempDir tmp("infer");
+    const std::string dir = Bf16Copy(c, tmp, &rounded, &config);
+    ASSERT_TRUE(fs::exists(dir + "/model.safetensors.index.json")) << "expected a sharded copy";
+    const Fixture io = ReadIo(c);
+    Olmo3Model train(config, io.B, io.T);
+    std::copy(rounded.data(), rounded.data() + rounded.size(), train.params().data());
+    const int64_t N = io.B * io.T, V = io.V;
+    std::vector<float> want(N * V), got(N * V);
+    train.ForwardLogits(io.ids.data(), io.B, io.T, want.data());
+
+    InferenceModel m(ModelWeights::Open(dir));
+    EXPECT_EQ(m.weights().Get("model.embed_tokens.weight").dtype, DType::kBF16);
+    m.ForwardLogits(io.ids.data(), io.B, io.T, got.data());
+    EXPECT_EQ(got, want) << c;
+
+    std::vector<int32_t> labels(N);
+    for (int64_t i = 0; i < N; ++i) labels[i] = i % io.T == io.T - 1 ? kIgnoreLabel : io.ids[i + 1];
+    const CrossEntropySums a = train.ForwardLoss(io.ids.data(), labels.data(), io.B, io.T);
+    const CrossEntropySums b = m.ForwardLoss(io.ids.data(), labels.data(), io.B, io.T);
+    EXPECT_EQ(a.ce_sum, b.ce_sum) << c;
+    EXPECT_EQ(a.lse_sq_sum, b.lse_sq_sum) << c;
+    EXPECT_EQ(a.tokens, b.tokens) << c;
+
+    // Logits made a few rows at a time: the same numbers up to GEMM edge rounding.
+    std::vector<float> xf(N * config.hidden_size);
+    m.ForwardHidden(io.ids.data(), io.B, io.T, xf.data());
+    int64_t seen = 0;
+    m.ForEachLogitsChunk(xf.data(), N, 7, [&](int64_t r0, int64_t rows, const float* l) {
+      EXPECT_EQ(r0, seen);
+      for (int64_t i = 0; i < rows * V; ++i) ASSERT_NEAR(l[i], want[r0 * V + i], 1e-5) << c;
+      seen += rows;
+    });
+    EXPECT_EQ(seen, N);
+  }
+}
+
+// Largest |Δ| between the decoder's logits at every position of row b and the full forward's,
+// relative to the largest |logit|.
+double DecodeVsFullForward(InferenceModel& m, const std::vector<int32_t>& seq, int64_t prompt_len) {
+  const int64_t T = static_cast<int64_t>(seq.size()), V = m.config().vocab_size;
+  std::vector<float> full(T * V);
+  m.ForwardLogits(seq.data(), 1, T, full.data());
+  Decoder dec(m, T);
+  std::span<const float> l = dec.Prefill({seq.data(), static_cast<size_t>(prompt_len)});
+  double worst = 0, scale = 0;
+  for (float v : full) scale = std::max<double>(scale, std::abs(v));
+  for (int64_t p = prompt_len - 1; p < T; ++p) {
+    if (p > prompt_len - 1) l = dec.Step(seq[p]);
+    EXPECT_EQ(dec.length(), p + 1);
+    for (int64_t v = 0; v < V; ++v) worst = std::max<double>(worst, std::abs(l[v] - full[p * V + v]));
+  }
+  return worst / scale;
+}
+
+TEST(Decoder, CachedStepsGiveTheFullForwardsLogitsAcrossTheWindow) {
+  // tiny-mha: W 16, T 48; tiny-gqa: W 7, T 40 (KV 2: GQA); tiny-yarn: W 12, T 96, YaRN on the full
+  // layers with original context 32 (decoding runs past it); bf16-stored and fp32-stored weights.
+  for (const std::string c : {"tiny-mha", "tiny-gqa", "tiny-yarn"}) {
+    const Fixture io = ReadIo(c);
+    FlatBuffer rounded;
+    ModelConfig config;
+    test::TempDir tmp("infer");
+    for (const std::string dir : {kData + c, Bf16Copy(c, tmp, &rounded, &config)}) {
+      InferenceModel m(ModelWeights::Open(dir));
+      const int64_t W = m.config().sliding_window;
+      ASSERT_GT(io.T, 2 * W) << "the sequence must cross the window";
+      for (int64_t b = 0; b < io.B; ++b) {
+        std::vector<int32_t> seq(io.ids.begin() + b * io.T, io.ids.begin() + (b + 1) * io.T);
+        // A prompt shorter than the window, one just past it and one filling most of the context.
+        for (int64_t prompt : {int64_t{1}, W + 1, io.T - 3}) {
+          const double rel = DecodeVsFullForward(m, seq, prompt);
+          EXPECT_LT(rel, 2e-6) << dir << " row " << b << " prompt " << prompt;
+        }
+      }
+    }
+  }
+}
+
+TEST(Decoder, GreedyNextTokensEqualTheFloat64ReferenceArgmax) {
+  for (const std::string c : {"tiny-mha", "tiny-gqa", "tiny-yarn"}) {
+    const Fixture io = ReadIo(c);
+    InferenceModel m(ModelWeights::Open(kData + c));
+    // fp32 noise of these logits (README: fp32_reference_deviation.logits_max_abs ~1e-6); a top-2
+    // gap 20 times larger decides the argmax.
+    const double noise = 2e-5;
+    int64_t checked = 0, skipped = 0;
+    for (int64_t b = 0; b < io.B; ++b) {
+      const int32_t* seq = io.ids.data() + b * io.T;
+      Decoder dec(m, io.T);
+      std::span<const float> l = dec.Prefill({seq, 1});
+      for (int64_t p = 0; p < io.T; ++p) {
+        if (p > 0) l = dec.Step(seq[p]);
+        const float* ref = io.logits.data() + (b * io.T + p) * io.V;
+        std::vector<float> sorted(ref, ref + io.V);
+        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+        if (sorted[0] - sorted[1] <= noise) {
+          ++skipped;
+          continue;
+        }
+        EXPECT_EQ(ArgMax(l), ArgMax({ref, static_cast<size_t>(io.V)})) << c << " [" << b << "," << p << "]";
+        ++checked;
+      }
+      // The greedy continuation from a prefill: Generate's first token is the prefix's argmax.
+      for (int64_t p : {int64_t{5}, io.T / 2, io.T - 1}) {
+        const float* ref = io.logits.data() + (b * io.T + p - 1) * io.V;
+        Decoder d2(m, io.T);
+        GenerateOptions o;
+        o.max_new_tokens = 1;
+        const GenerateResult r = Generate(d2, {seq, static_cast<size_t>(p)}, o);
+        std::vector<float> sorted(ref, ref + io.V);
+        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+        if (sorted[0] - sorted[1] > noise) {
+          ASSERT_EQ(r.tokens.size(), 1u);
+          EXPECT_EQ(r.tokens[0], ArgMax({ref, static_cast<size_t>(io.V)}));
+        }
+      }
+    }
+    EXPECT_GT(checked, 9 * (checked + skipped) / 10) << c << ": too few positions decided";
+  }
+}
+
+TEST(Decoder, RefusesWhatDoesNotFit) {
+  InferenceModel m(ModelWeights::Open(kData + "tiny-mha"));
+  Decoder dec(m, 8);
+  std::vector<int32_t> prompt(9, 3);
+  try {
+    dec.Prefill(prompt);
+    FAIL() << "a 9-token prompt in an 8-position context";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("9 tokens"), std::string::npos) << e.what();
+  }
+  prompt.resize(8);
+  dec.Prefill(prompt);
+  EXPECT_THROW(dec.Step(1), Error);  // full
+  EXPECT_THROW(Decoder(m, 10'000), Error);  // beyond max_position_embeddings (256)
+  Decoder d2(m, 16);
+  GenerateOptions o;
+  o.max_new_tokens = 10;
+  EXPECT_THROW(Generate(d2, prompt, o), Error);  // 8 + 10 > 16
+}
+
+TEST(ModelWeights, AMissingShardIsAnErrorNamingIt) {
+  FlatBuffer rounded;
+  ModelConfig config;
+  test::TempDir tmp("infer");
+  const std::string dir = Bf16Copy("tiny-gqa", tmp, &rounded, &config);
+  std::string victim;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().find("-of-") != std::string::npos) victim = e.path().filename();
+  }
+  ASSERT_FALSE(victim.empty());
+  fs::remove(fs::path(dir) / victim);
+  try {
+    ModelWeights::Open(dir);
+    FAIL() << "opened a directory missing " << victim;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(victim), std::string::npos) << e.what();
+  }
+}
+
+TEST(Sampler, GreedyTopKTopPAndSeeds) {
+  const std::vector<float> logits = {0.1f, 2.0f, 1.9f, -1.0f, 2.0f, 0.5f};
+  EXPECT_EQ(ArgMax(logits), 1);  // ties go to the smaller id
+  EXPECT_EQ(Sampler({}).Next(logits), 1);
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    EXPECT_EQ(Sampler({5.0, 1, 1.0, seed}).Next(logits), 1) << "top-k 1 is greedy";
+    EXPECT_EQ(Sampler({5.0, 0, 1e-9, seed}).Next(logits), 1) << "a tiny top-p is greedy";
+    const int32_t t = Sampler({1.0, 3, 1.0, seed}).Next(logits);
+    EXPECT_TRUE(t == 1 || t == 4 || t == 2) << "top-k 3 keeps ids 1, 4, 2; got " << t;
+  }
+  // The same seed gives the same draws; frequencies follow softmax(logits / T).
+  Sampler a({0.7, 0, 1.0, 42}), b({0.7, 0, 1.0, 42});
+  std::vector<int64_t> count(logits.size());
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const int32_t x = a.Next(logits);
+    ASSERT_EQ(x, b.Next(logits));
+    ++count[x];
+  }
+  double z = 0;
+  for (float l : logits) z += std::exp(l / 0.7);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const double p = std::exp(logits[i] / 0.7) / z;
+    EXPECT_NEAR(static_cast<double>(count[i]) / n, p, 5 * std::sqrt(p * (1 - p) / n) + 1e-3) << i;
+  }
+  EXPECT_THROW(Sampler({-1.0, 0, 1.0, 0}), Error);
+  EXPECT_THROW(Sampler({1.0, -2, 1.0, 0}), Error);
+  EXPECT_THROW(Sampler({1.0, 0, 0.0, 0}), Error);
+}
+
+}  // namespace
+}  // namespace replica

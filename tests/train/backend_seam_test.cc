@@ -1,0 +1,401 @@
+// The backend seam (ops/backend.h, docs/design.md §8): the model, the training step, the optimizers
+// (local and ZeRO-1), the collectives and the checkpoint snapshot compute only through the Backend
+// they were built over. A backend that records every call and forwards it to the fp32 CPU backend
+// must give exactly the bits of the plain CPU backend (nothing computes beside the table), and every
+// op of the table must be called (each is really on the path a second backend would replace).
+#include "ops/backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+
+#include "checkpoint/writer.h"
+#include "core/threads.h"
+#include "hf/hf_weights.h"
+#include "model/olmo3.h"
+#include "optim/adamw.h"
+#include "optim/skip_step.h"
+#include "parallel/thread_group.h"
+#include "parallel/collectives.h"
+#include "parallel/zero1.h"
+#include "testing/util.h"
+#include "train/grad_accum.h"
+#include "train/grad_reducer.h"
+#include "train/train_step.h"
+
+namespace replica {
+namespace {
+
+// Forwards every op to `inner` and counts the calls by op name (thread-safe: ranks are threads).
+class RecordingBackend final : public Backend {
+ public:
+  explicit RecordingBackend(const Backend& inner) : inner_(inner) {}
+  const char* name() const override { return "recording"; }
+
+  std::map<std::string, int64_t> Calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+  void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
+                     float* y) const override {
+    Note("LinearForward");
+    inner_.LinearForward(x, W, N, in, out, y);
+  }
+  void LinearBackward(const float* x, const float* W, const float* dy, int64_t N, int64_t in,
+                      int64_t out, float* dx, float* dW) const override {
+    Note("LinearBackward");
+    inner_.LinearBackward(x, W, dy, N, in, out, dx, dW);
+  }
+  void RMSNormForward(const float* x, const float* w, int64_t rows, int64_t n, double eps,
+                      float* y, float* rstd) const override {
+    Note("RMSNormForward");
+    inner_.RMSNormForward(x, w, rows, n, eps, y, rstd);
+  }
+  void RMSNormAddForward(const float* x, const float* w, const float* residual, int64_t rows,
+                         int64_t n, double eps, float* y, float* rstd) const override {
+    Note("RMSNormAddForward");
+    inner_.RMSNormAddForward(x, w, residual, rows, n, eps, y, rstd);
+  }
+  void RMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,
+                       int64_t rows, int64_t n, float* dx, float* dw) const override {
+    Note("RMSNormBackward");
+    inner_.RMSNormBackward(x, w, rstd, dy, rows, n, dx, dw);
+  }
+  void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
+                   float* y) const override {
+    Note("RopeForward");
+    inner_.RopeForward(table, x, B, T, heads, y);
+  }
+  void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T, int64_t heads,
+                    float* dx) const override {
+    Note("RopeBackward");
+    inner_.RopeBackward(table, dy, B, T, heads, dx);
+  }
+  void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
+                        float* out, float* lse) const override {
+    Note("AttentionForward");
+    inner_.AttentionForward(s, q, k, v, out, lse);
+  }
+  void AttentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
+                         const float* out, const float* lse, const float* dout, float* dq,
+                         float* dk, float* dv) const override {
+    Note("AttentionBackward");
+    inner_.AttentionBackward(s, q, k, v, out, lse, dout, dq, dk, dv);
+  }
+  void SwiGLUForward(const float* g, const float* u, int64_t n, float* s) const override {
+    Note("SwiGLUForward");
+    inner_.SwiGLUForward(g, u, n, s);
+  }
+  void SwiGLUBackward(const float* g, const float* u, const float* ds, int64_t n, float* dg,
+                      float* du) const override {
+    Note("SwiGLUBackward");
+    inner_.SwiGLUBackward(g, u, ds, n, dg, du);
+  }
+  void EmbeddingForward(const float* table, const int32_t* tokens, int64_t N, int64_t D,
+                        float* out) const override {
+    Note("EmbeddingForward");
+    inner_.EmbeddingForward(table, tokens, N, D, out);
+  }
+  void EmbeddingBackward(const int32_t* tokens, const float* dout, int64_t N, int64_t V, int64_t D,
+                         float* dtable) const override {
+    Note("EmbeddingBackward");
+    inner_.EmbeddingBackward(tokens, dout, N, V, D, dtable);
+  }
+  CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t* labels,
+                                     int64_t N, int64_t D, int64_t V,
+                                     LmHeadWorkspace& ws) const override {
+    Note("LmHeadLossForward");
+    return inner_.LmHeadLossForward(x, W, labels, N, D, V, ws);
+  }
+  CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W,
+                                             const int32_t* labels, int64_t N, int64_t D,
+                                             int64_t V, double grad_scale, double z_mul,
+                                             LmHeadWorkspace& ws, float* dx,
+                                             float* dW) const override {
+    Note("LmHeadLossForwardBackward");
+    return inner_.LmHeadLossForwardBackward(x, W, labels, N, D, V, grad_scale, z_mul, ws, dx, dW);
+  }
+  void LmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
+                    float* logits) const override {
+    Note("LmHeadLogits");
+    inner_.LmHeadLogits(x, W, N, D, V, logits);
+  }
+  void Zero(float* x, int64_t n) const override {
+    Note("Zero");
+    inner_.Zero(x, n);
+  }
+  void Copy(float* dst, const float* src, int64_t n) const override {
+    Note("Copy");
+    inner_.Copy(dst, src, n);
+  }
+  void AddInto(float* acc, const float* x, int64_t n) const override {
+    Note("AddInto");
+    inner_.AddInto(acc, x, n);
+  }
+  void MoveAndZero(float* dst, float* src, int64_t n) const override {
+    Note("MoveAndZero");
+    inner_.MoveAndZero(dst, src, n);
+  }
+  void Scale(float* x, int64_t n, double factor) const override {
+    Note("Scale");
+    inner_.Scale(x, n, factor);
+  }
+  void SumSquaresPartials(const float* x, int64_t n, int64_t block,
+                          double* partials) const override {
+    Note("SumSquaresPartials");
+    inner_.SumSquaresPartials(x, n, block, partials);
+  }
+  void AdamWUpdate(float* p, const float* g, float* m, float* v, int64_t n,
+                   const AdamWCoefficients& c) const override {
+    Note("AdamWUpdate");
+    inner_.AdamWUpdate(p, g, m, v, n, c);
+  }
+
+ private:
+  void Note(const char* op) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++calls_[op];
+  }
+  const Backend& inner_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, int64_t> calls_;
+};
+
+// Every op of the table. RecordingBackend derives from the abstract Backend, so the compiler makes
+// it override each one; this list must name each override once.
+const std::vector<std::string> kModelOps = {
+    "LinearForward",     "LinearBackward",    "RMSNormForward",   "RMSNormAddForward",
+    "RMSNormBackward",   "RopeForward",       "RopeBackward",     "AttentionForward",
+    "AttentionBackward", "SwiGLUForward",     "SwiGLUBackward",   "EmbeddingForward",
+    "EmbeddingBackward", "LmHeadLossForward", "LmHeadLossForwardBackward", "LmHeadLogits"};
+const std::vector<std::string> kBufferOps = {"Zero",  "Copy", "AddInto", "MoveAndZero",
+                                             "Scale", "SumSquaresPartials", "AdamWUpdate"};
+
+const std::string kFixture = std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-gqa";
+
+bool SameBits(const FlatBuffer& a, const FlatBuffer& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Random tokens in [0, V) and next-token labels with every fifth one ignored, [rows, T].
+void MakeBatch(int64_t rows, int64_t T, int64_t V, uint32_t seed, std::vector<int32_t>& ids,
+               std::vector<int32_t>& labels) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(V - 1));
+  ids.resize(static_cast<size_t>(rows * T));
+  labels.resize(ids.size());
+  for (auto& t : ids) t = tok(rng);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = i % 5 == 4 ? kIgnoreLabel : tok(rng);
+}
+
+struct ModelRun {
+  std::vector<float> grads, logits;
+  CrossEntropySums fb, loss_only;
+};
+
+ModelRun RunModel(const Backend& backend, int64_t B, int64_t T) {
+  const ModelConfig config = ModelConfig::FromHfFile(kFixture + "/config.json");
+  Olmo3Model model(config, B, T, backend);
+  EXPECT_EQ(&model.backend(), &backend);
+  LoadHfWeights(kFixture + "/model.safetensors", model.layout(), model.params());
+  std::vector<int32_t> ids, labels;
+  MakeBatch(B, T, config.vocab_size, 7, ids, labels);
+  ModelRun r;
+  r.fb = model.ForwardBackward(ids.data(), labels.data(), B, T, 1.0 / 100, 1e-4);
+  r.grads.assign(model.grads().data(), model.grads().data() + model.grads().size());
+  r.loss_only = model.ForwardLoss(ids.data(), labels.data(), B, T);
+  r.logits.resize(static_cast<size_t>(B * T * config.vocab_size));
+  model.ForwardLogits(ids.data(), B, T, r.logits.data());
+  return r;
+}
+
+TEST(BackendSeam, ModelOverTheTableHasTheCpuBitsAndCallsEveryModelOp) {
+  SetNumThreads(2);
+  RecordingBackend rec(CpuBackend());
+  const ModelRun want = RunModel(CpuBackend(), 2, 12);
+  const ModelRun got = RunModel(rec, 2, 12);
+  EXPECT_EQ(got.fb.ce_sum, want.fb.ce_sum);
+  EXPECT_EQ(got.fb.lse_sq_sum, want.fb.lse_sq_sum);
+  EXPECT_EQ(got.fb.tokens, want.fb.tokens);
+  EXPECT_EQ(got.loss_only.ce_sum, want.loss_only.ce_sum);
+  EXPECT_TRUE(SameBits(got.grads, want.grads));
+  EXPECT_TRUE(SameBits(got.logits, want.logits));
+
+  const auto calls = rec.Calls();
+  for (const std::string& op : kModelOps) EXPECT_GT(calls.count(op), 0u) << op << " never called";
+  // One layer's forward: 7 linears, 2 QK-norms, 2 ropes, 1 attention, 2 norm-adds, 1 SwiGLU;
+  // its backward the same ops read backwards. Three forwards, one backward, L = 8 layers.
+  const int64_t L = 8, forwards = 3;
+  EXPECT_EQ(calls.at("LinearForward"), forwards * 7 * L);
+  EXPECT_EQ(calls.at("LinearBackward"), 7 * L);
+  EXPECT_EQ(calls.at("RMSNormForward"), forwards * (2 * L + 1));
+  EXPECT_EQ(calls.at("RMSNormAddForward"), forwards * 2 * L);
+  EXPECT_EQ(calls.at("RMSNormBackward"), 4 * L + 1);
+  EXPECT_EQ(calls.at("RopeForward"), forwards * 2 * L);
+  EXPECT_EQ(calls.at("RopeBackward"), 2 * L);
+  EXPECT_EQ(calls.at("AttentionForward"), forwards * L);
+  EXPECT_EQ(calls.at("AttentionBackward"), L);
+  EXPECT_EQ(calls.at("SwiGLUBackward"), L);
+  // The layer backward zeroes its gradient scratch once; the LM head's and the residual stream's
+  // gradients are zeroed once per backward.
+  EXPECT_EQ(calls.at("Zero"), L + 2);
+}
+
+FlatBuffer CopyOf(const FlatBuffer& b) {
+  FlatBuffer c(b.size());
+  std::memcpy(c.data(), b.data(), b.size() * sizeof(float));
+  return c;
+}
+
+struct StepRun {
+  FlatBuffer params, m, v;
+  std::vector<StepOutcome> outcomes;
+};
+
+// Two optimizer steps of TrainStep (4 rows, micro-batches of 2: the accumulation tree sums two
+// leaves) with the model, AdamW and the step all over `backend`.
+StepRun RunTrainSteps(const Backend& backend) {
+  const ModelConfig config = ModelConfig::FromHfFile(kFixture + "/config.json");
+  const int64_t mu = 2, rows = 4, T = 10;
+  Olmo3Model model(config, mu, T, backend);
+  LoadHfWeights(kFixture + "/model.safetensors", model.layout(), model.params());
+  AdamWConfig ac;
+  ac.max_grad_norm = 0.05;  // clipping active
+  AdamW adam(model.layout(), ac, model.backend());
+  SkipStepRule skip(SkipStepConfig{});
+  LocalGradReducer reducer;
+  TrainStep step(model, reducer, adam, skip, mu, 1e-4);
+  StepRun r;
+  for (int k = 0; k < 2; ++k) {
+    std::vector<int32_t> ids, labels;
+    MakeBatch(rows, T, config.vocab_size, 100 + k, ids, labels);
+    r.outcomes.push_back(step.Run(ids.data(), labels.data(), rows, T, 1e-3));
+  }
+  r.params = std::move(model.params());
+  r.m = CopyOf(adam.m());
+  r.v = CopyOf(adam.v());
+  return r;
+}
+
+TEST(BackendSeam, TrainStepAndAdamWRunOnTheModelsBackendWithTheCpuBits) {
+  SetNumThreads(2);
+  RecordingBackend rec(CpuBackend());
+  const StepRun want = RunTrainSteps(CpuBackend());
+  const StepRun got = RunTrainSteps(rec);
+  ASSERT_EQ(got.outcomes.size(), want.outcomes.size());
+  for (size_t k = 0; k < want.outcomes.size(); ++k) {
+    EXPECT_EQ(got.outcomes[k].loss, want.outcomes[k].loss);
+    EXPECT_EQ(got.outcomes[k].grad_norm, want.outcomes[k].grad_norm);
+    EXPECT_EQ(got.outcomes[k].clip_coef, want.outcomes[k].clip_coef);
+    EXPECT_LT(want.outcomes[k].clip_coef, 1.0);
+    EXPECT_FALSE(want.outcomes[k].skipped);
+  }
+  EXPECT_TRUE(SameBits(got.params, want.params));
+  EXPECT_TRUE(SameBits(got.m, want.m));
+  EXPECT_TRUE(SameBits(got.v, want.v));
+  // Per step: the gradient buffer zeroed once, then two micro-batches (each a forward+backward
+  // that zeroes L + 2 times), one tree merge (move the first leaf aside, add it back), one norm,
+  // and one AdamW call per parameter tensor.
+  const auto calls = rec.Calls();
+  const int64_t steps = 2, micro = 2, L = 8;
+  const int64_t tensors = static_cast<int64_t>(
+      ModelConfig::FromHfFile(kFixture + "/config.json").BuildLayout().views().size());
+  EXPECT_EQ(calls.at("Zero"), steps * (1 + micro * (L + 2)));
+  EXPECT_EQ(calls.at("LmHeadLossForwardBackward"), steps * micro);
+  EXPECT_EQ(calls.at("MoveAndZero"), steps);
+  EXPECT_EQ(calls.at("AddInto"), steps);
+  EXPECT_EQ(calls.at("SumSquaresPartials"), steps);
+  EXPECT_EQ(calls.at("AdamWUpdate"), steps * tensors);
+}
+
+// ZeRO-1 on two ranks (threads): load state, accumulate, reduce-scatter + norm, scale, step,
+// gather. Returns rank 0's parameters and gathered m.
+std::pair<FlatBuffer, FlatBuffer> RunZero1(const Backend& backend, const ParamLayout& layout) {
+  FlatBuffer out_params, out_m;
+  std::mutex mu;
+  parallel::RunThreadGroup(2, [&](parallel::Communicator& comm) {
+    const size_t n = layout.total_floats();
+    FlatBuffer params(n), m0(n), v0(n);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    for (size_t i = 0; i < n; ++i) params.data()[i] = normal(rng);
+    for (size_t i = 0; i < n; ++i) m0.data()[i] = normal(rng) * 0.1f;
+    for (size_t i = 0; i < n; ++i) v0.data()[i] = normal(rng) * normal(rng);
+    AdamWConfig ac;
+    ac.no_decay = {};
+    parallel::Zero1AdamW opt(layout, ac, comm, backend);
+    opt.LoadState(OptimizerState{std::move(m0), std::move(v0), 3});
+    TreeAccumulator acc(n, 2, backend);
+    FlatBuffer g(n);
+    for (int leaf = 0; leaf < 2; ++leaf) {
+      std::mt19937 grng(10 * comm.rank() + leaf);
+      for (size_t i = 0; i < n; ++i) g.data()[i] += normal(grng);
+      acc.Add(g, {});
+    }
+    parallel::TreeReduceScatter(comm, g.data(), opt.plan(), backend);
+    const double norm = parallel::ShardedGradNorm(comm, g.data(), opt.plan(), backend);
+    backend.Scale(g.data() + opt.shard_begin(),
+                  static_cast<int64_t>(opt.shard_end() - opt.shard_begin()), 0.5);
+    opt.Step(params, g, 1e-3, ClipCoefficient(norm, 1.0));
+    const OptimizerState* full = opt.SaveState();  // collective; rank 0 gets the full state
+    std::lock_guard<std::mutex> lock(mu);
+    if (comm.rank() == 0) {
+      out_params = std::move(params);
+      out_m = CopyOf(full->m);
+    }
+  });
+  return {std::move(out_params), std::move(out_m)};
+}
+
+TEST(BackendSeam, ZeroOneAndTheCheckpointSnapshotRunOnTheBackendWithTheCpuBits) {
+  SetNumThreads(2);
+  const ModelConfig config = ModelConfig::FromHfFile(kFixture + "/config.json");
+  const ParamLayout layout = config.BuildLayout();
+  RecordingBackend rec(CpuBackend());
+  const auto want = RunZero1(CpuBackend(), layout);
+  const auto got = RunZero1(rec, layout);
+  EXPECT_TRUE(SameBits(got.first, want.first));
+  EXPECT_TRUE(SameBits(got.second, want.second));
+  auto calls = rec.Calls();
+  for (const char* op : {"Copy", "AddInto", "MoveAndZero", "Scale", "SumSquaresPartials",
+                         "AdamWUpdate"}) {
+    EXPECT_GT(calls.count(op), 0u) << op << " never called by ZeRO-1";
+  }
+
+  // The checkpoint writer's snapshot (params, m, v) is three backend copies.
+  {
+    const test::TempDir dir("backend-seam");
+    CheckpointWriter writer({.run_dir = dir.str(), .keep = 1, .background = true}, rec);
+    writer.Save(1, layout, got.first, got.second, got.second, 1, nlohmann::json::object(),
+                nlohmann::json());
+    writer.Finish();
+  }
+  EXPECT_EQ(rec.Calls().at("Copy"), calls.at("Copy") + 3);
+}
+
+TEST(BackendSeam, EveryOpOfTheTableIsOnAPath) {
+  // The union of what the three scenarios above call, run again on one recorder.
+  SetNumThreads(2);
+  RecordingBackend rec(CpuBackend());
+  RunModel(rec, 1, 6);
+  RunTrainSteps(rec);
+  RunZero1(rec, ModelConfig::FromHfFile(kFixture + "/config.json").BuildLayout());
+  const auto calls = rec.Calls();
+  std::vector<std::string> all = kModelOps;
+  all.insert(all.end(), kBufferOps.begin(), kBufferOps.end());
+  for (const std::string& op : all) EXPECT_GT(calls.count(op), 0u) << op << " never called";
+  EXPECT_EQ(calls.size(), all.size()) << "an op was recorded that the list above does not name";
+}
+
+}  // namespace
+}  // namespace replica
