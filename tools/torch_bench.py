@@ -9,6 +9,10 @@ N(0, 0.02^2), norms 1) and uniformly random tokens and labels, all fp32.
 
 A training step = forward, mean cross-entropy over all B x T positions, backward, global gradient
 norm clip at 1.0, AdamW (0.9, 0.95, eps 1e-8, weight decay 0.1 on everything but the embedding).
+--precision bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16) (fp32 master
+weights and AdamW, as replica's bf16). Attention scores are one baddbmm of the additive mask with
+q kT (--attention baddbmm, the default): one fused kernel and one T x T temporary instead of the
+three (matmul, scale, add) of --attention matmul; see docs/BENCHMARKS.md for the measured effect.
 Reports the median of --steps timed steps after --warmup untimed ones, and torch's fp32 GEMM rate
 (2048^3 matmul, best of 3) measured in the same process with the same thread count.
 
@@ -89,7 +93,7 @@ class Olmo3(torch.nn.Module):
     def rms(self, x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.cfg["eps"]) * w
 
-    def forward(self, ids, labels, cos, sin, masks):
+    def forward(self, ids, labels, cos, sin, masks, attention="baddbmm"):
         c = self.cfg
         B, T = ids.shape
         H, KV, hd = c["H"], c["KV"], c["hd"]
@@ -109,8 +113,15 @@ class Olmo3(torch.nn.Module):
             if KV != H:
                 k = k.repeat_interleave(H // KV, dim=1)
                 v = v.repeat_interleave(H // KV, dim=1)
-            s = torch.matmul(q, k.transpose(-1, -2)) * scale + masks[c["sliding"][li]]
-            a = torch.matmul(torch.softmax(s, dim=-1), v)
+            if attention == "baddbmm":
+                qf, kf = q.reshape(B * H, T, hd), k.reshape(B * H, T, hd)
+                s = torch.baddbmm(masks[c["sliding"][li]].to(qf.dtype), qf, kf.transpose(1, 2),
+                                  alpha=scale)
+                a = torch.bmm(torch.softmax(s, dim=-1).to(v.dtype),
+                              v.reshape(B * H, T, hd)).view(B, H, T, hd)
+            else:
+                s = torch.matmul(q, k.transpose(-1, -2)) * scale + masks[c["sliding"][li]]
+                a = torch.matmul(torch.softmax(s, dim=-1), v)
             a = F.linear(a.transpose(1, 2).reshape(B, T, H * hd), p.o)
             h = h + self.rms(a, p.post_attn)
             m = F.linear(F.silu(F.linear(h, p.gate)) * F.linear(h, p.up), p.down)
@@ -163,6 +174,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: forward under torch.autocast('cpu', dtype=torch.bfloat16)")
+    ap.add_argument("--attention", choices=["baddbmm", "matmul"], default="baddbmm")
     args = ap.parse_args()
     if args.batch < 1 or args.seq < 1 or args.steps < 1 or args.warmup < 0 or args.threads < 1:
         sys.exit("torch_bench: --batch, --seq, --steps, --threads must be >= 1, --warmup >= 0")
@@ -188,7 +202,8 @@ def main():
     for step in range(args.warmup + args.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model(ids, labels, cos, sin, masks)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = model(ids, labels, cos, sin, masks, args.attention)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -204,6 +219,7 @@ def main():
         "step_times_s": times,
         "gemm_gflops": gflops,
         "batch": B, "seq": T, "threads": args.threads,
+        "precision": args.precision, "attention": args.attention,
         "loss": float(loss.item()),
         "torch_version": torch.__version__,
     }))

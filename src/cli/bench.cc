@@ -5,6 +5,9 @@
 // eps 1e-8, weight decay 0.1 except the embedding); the forward+backward part is also reported on
 // its own. Weights are random (init as training from scratch: N(0, 0.02²) truncated, norms 1),
 // tokens and labels uniform; --warmup untimed steps, then the median of --steps steps.
+// --precision bf16 feeds every matmul bf16 (docs/precision.md); MFU is then taken against the
+// in-process bf16 GEMM rate (the peak of the mode in use), and against the nominal peak of the ISA
+// (FLOP/cycle/core × measured clock × threads) in both modes.
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 
 #include "cli/command.h"
 #include "core/clock.h"
+#include "cli/compute_flags.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/plural.h"
@@ -23,7 +27,10 @@
 #include "core/threads.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/gemm_bf16.h"
+#include "ops/cpu/gemm_peak.h"
 #include "train/init.h"
 #include "optim/adamw.h"
 
@@ -33,11 +40,17 @@ struct PeakGemm {
   int64_t size = 0;
   double tiled_gflops = 0;     // replica's deterministic tiled Sgemm (what the model uses)
   double openblas_gflops = 0;  // OpenBLAS with its own threading, same thread count
-  double peak() const { return std::max(tiled_gflops, openblas_gflops); }
+  double bf16_gflops = 0;      // replica's bf16 GEMM (bf16 precision only)
+  replica::Precision precision = replica::Precision::kFp32;
+  double peak() const {
+    return precision == replica::Precision::kBf16 ? bf16_gflops
+                                                  : std::max(tiled_gflops, openblas_gflops);
+  }
 };
 
-// Best of 3 timed runs after one warm-up, of C = A B with n×n×n fp32 matrices.
-PeakGemm MeasurePeak(int64_t n) {
+// Best of 3 timed runs after one warm-up, of C = A B with n×n×n fp32 matrices (and the bf16 GEMM
+// on the same operands in bf16 precision).
+PeakGemm MeasurePeak(int64_t n, replica::Precision precision) {
   std::vector<float> a(n * n), b(n * n), c(n * n);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -56,6 +69,12 @@ PeakGemm MeasurePeak(int64_t n) {
   };
   PeakGemm p;
   p.size = n;
+  p.precision = precision;
+  if (precision == replica::Precision::kBf16) {
+    p.bf16_gflops = best_of_3([&] {
+      replica::GemmBf16(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    });
+  }
   p.tiled_gflops = best_of_3([&] {
     replica::Sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
   });
@@ -74,6 +93,7 @@ struct BenchArgs {
   uint64_t seed = 0;
   int threads = 0;
   bool json = false;
+  replica::cli::ComputeFlags compute;
 };
 
 int RunBench(const BenchArgs& a) {
@@ -83,11 +103,12 @@ int RunBench(const BenchArgs& a) {
   Require(a.steps >= 1, "--steps must be >= 1 (got {})", a.steps);
   Require(a.warmup >= 0, "--warmup must be >= 0 (got {})", a.warmup);
   Require(a.peak_size >= 64, "--peak-size must be >= 64 (got {})", a.peak_size);
+  const replica::ComputeSettings compute = a.compute.Apply();
   replica::SetNumThreads(a.threads);
   const replica::ModelConfig config = replica::ModelConfig::FromHfFile(a.config_path);
   const int64_t B = a.batch, T = a.seq, N = B * T;
 
-  replica::Olmo3Model model(config, B, T);
+  replica::Olmo3Model model(config, B, T, replica::BackendFor(compute.precision));
   replica::InitOptions init;
   init.seed = a.seed;
   replica::InitParams(model.layout(), model.params(), init);
@@ -134,11 +155,14 @@ int RunBench(const BenchArgs& a) {
   double timed_total = 0;
   for (double t : times) timed_total += t;
 
-  const PeakGemm peak = MeasurePeak(a.peak_size);
+  const PeakGemm peak = MeasurePeak(a.peak_size, compute.precision);
+  const replica::NominalPeak nominal =
+      replica::MeasureNominalPeak(compute.isa, compute.precision, replica::NumThreads());
   const double tokens_per_s = static_cast<double>(N) / step;
   const double flops_per_token = config.FlopsPerToken(T);
   const double achieved = flops_per_token * tokens_per_s / 1e9;
   const double mfu = achieved / peak.peak();
+  const double mfu_nominal = achieved * 1e9 / nominal.flops_per_s;
 
   if (a.json) {
     nlohmann::ordered_json j;
@@ -148,6 +172,13 @@ int RunBench(const BenchArgs& a) {
     j["achieved_gflops"] = achieved;
     j["peak_gflops"] = peak.peak();
     j["mfu"] = mfu;
+    j["mfu_nominal"] = mfu_nominal;
+    j["nominal_peak"] = {{"gflops", nominal.flops_per_s / 1e9},
+                         {"flops_per_cycle_per_core", nominal.flops_per_cycle_per_core},
+                         {"clock_ghz", nominal.clock_hz / 1e9},
+                         {"cores", nominal.cores}};
+    j["precision"] = replica::PrecisionName(compute.precision);
+    j["compute"] = compute.ToJson();
     j["batch"] = B;
     j["seq"] = T;
     j["steps"] = a.steps;
@@ -170,11 +201,13 @@ int RunBench(const BenchArgs& a) {
     j["peak_gemm"] = {{"size", peak.size},
                       {"tiled_gflops", peak.tiled_gflops},
                       {"openblas_gflops", peak.openblas_gflops}};
+    if (compute.precision == replica::Precision::kBf16) j["peak_gemm"]["bf16_gflops"] = peak.bf16_gflops;
     j["model_config"] = a.config_path;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("bench %s: batch %ld x seq %ld, %s, %s after %ld warm-up\n",
-                a.config_path.c_str(), static_cast<long>(B), static_cast<long>(T),
+    std::printf("bench %s (%s): batch %ld x seq %ld, %s, %s after %ld warm-up\n",
+                a.config_path.c_str(), replica::PrecisionName(compute.precision),
+                static_cast<long>(B), static_cast<long>(T),
                 replica::Plural(replica::NumThreads(), "thread").c_str(),
                 replica::Plural(a.steps, "step").c_str(), static_cast<long>(a.warmup));
     std::printf("  step time (median)  %.4f s   (forward + backward %.4f s, clip + AdamW %.4f s)\n",
@@ -183,9 +216,16 @@ int RunBench(const BenchArgs& a) {
     std::printf("  FLOPs/token         %.4g\n", flops_per_token);
     std::printf("  achieved            %.2f GFLOP/s\n", achieved);
     std::printf("  peak fp32 GEMM      %.2f GFLOP/s (%ld^3; tiled %.2f, OpenBLAS %.2f)\n",
-                peak.peak(), static_cast<long>(peak.size), peak.tiled_gflops,
-                peak.openblas_gflops);
-    std::printf("  MFU                 %.3f\n", mfu);
+                std::max(peak.tiled_gflops, peak.openblas_gflops), static_cast<long>(peak.size),
+                peak.tiled_gflops, peak.openblas_gflops);
+    if (compute.precision == replica::Precision::kBf16)
+      std::printf("  peak bf16 GEMM      %.2f GFLOP/s (%s)\n", peak.bf16_gflops,
+                  replica::Bf16GemmRouteName(replica::ActiveBf16GemmRoute()));
+    std::printf("  MFU                 %.3f (of the %s GEMM peak)\n", mfu,
+                replica::PrecisionName(compute.precision));
+    std::printf("  MFU nominal         %.3f (of %.1f GFLOP/s: %g FLOP/cycle/core x %.2f GHz x %d)\n",
+                mfu_nominal, nominal.flops_per_s / 1e9, nominal.flops_per_cycle_per_core,
+                nominal.clock_hz / 1e9, nominal.cores);
     std::printf("time by kind over the %ld timed steps:\n%s", static_cast<long>(a.steps),
                 replica::ProfileTable(profile, timed_total).c_str());
   }
@@ -208,6 +248,7 @@ replica::cli::CommandRegistration reg(
       app.add_option("--peak-size", a->peak_size, "n of the n×n×n GEMM that measures the peak")
           ->capture_default_str();
       app.add_flag("--json", a->json, "print JSON on stdout");
+      a->compute.Add(app);
       return [a] { return RunBench(*a); };
     });
 

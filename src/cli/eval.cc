@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/compute_flags.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "eval/eval_suite.h"
 #include "eval/model_loader.h"
 #include "eval/text_encoder.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 
 namespace replica::cli {
 namespace {
@@ -28,13 +30,15 @@ struct EvalArgs {
   bool truncate_context = false;
   int threads = 0;
   bool json = false;
+  ComputeFlags compute;
 };
 
 int RunEval(const EvalArgs& a) {
+  const ComputeSettings compute = a.compute.Apply();
   if (a.threads > 0) SetNumThreads(a.threads);
   Require(a.batch >= 1, "--batch must be at least 1 (got {})", a.batch);
   const auto t0 = std::chrono::steady_clock::now();
-  eval::EvalModel m = eval::LoadEvalModel(a.model, a.seq_len);
+  eval::EvalModel m = eval::LoadEvalModel(a.model, a.seq_len, BackendFor(compute.precision));
   const int64_t seq_len = m.max_seq;
   const ModelConfig& cfg = m.model->config();
   auto encoder = eval::MakeTextEncoder(a.tokenizer, static_cast<int32_t>(cfg.eos_token_id),
@@ -50,7 +54,8 @@ int RunEval(const EvalArgs& a) {
   nlohmann::json metrics = suite.Run(eval::ModelLossFn(*m.model));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json out = {{"model", m.source}, {"seq_len", seq_len}, {"tokenizer", encoder->name()},
-                        {"eval", metrics}, {"seconds", seconds}};
+                        {"eval", metrics}, {"seconds", seconds},
+                        {"compute", compute.ToJson()}};
   if (m.step >= 0) out["step"] = m.step;
   const bool alarm = metrics.contains("canary") && metrics["canary"]["alarm"].get<bool>();
   if (a.json) {
@@ -97,6 +102,7 @@ CommandRegistration reg(
       app.add_flag("--truncate-context", a->truncate_context, "left-truncate multiple-choice contexts that do not fit (OLMES) instead of failing");
       app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_flag("--json", a->json, "print JSON on stdout");
+      a->compute.Add(app);
       return [a] {
         Require(!a->sets.empty() || !a->canaries.empty(), "eval: give at least one --eval set or --canaries");
         return RunEval(*a);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/compute_flags.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "eval/parity.h"
@@ -16,6 +17,7 @@ struct ParityArgs {
   replica::ModelParityOptions against;
   bool json = false;
   int threads = 0;
+  replica::cli::ComputeFlags compute;
 };
 
 replica::cli::CommandRegistration reg(
@@ -62,7 +64,11 @@ replica::cli::CommandRegistration reg(
           ->check(CLI::NonNegativeNumber);
       app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_flag("--json", a->json, "print JSON on stdout");
+      a->compute.Add(app);
       return [a] {
+        const replica::ComputeSettings compute = a->compute.Apply();
+        a->options.precision = compute.precision;
+        a->options.compute = compute.ToJson();
         replica::SetNumThreads(a->threads);
         replica::ParityReport r;
         if (!a->against.against_dir.empty()) {
@@ -70,6 +76,8 @@ replica::cli::CommandRegistration reg(
           a->against.model_dir = a->options.model_dir;
           a->against.max_kl = a->options.max_kl;
           a->against.min_top1 = a->options.min_top1;
+          a->against.precision = a->options.precision;
+          a->against.compute = a->options.compute;
           r = replica::RunParityAgainst(a->against);
         } else {
           replica::Require(!a->options.reference_path.empty(),

@@ -45,7 +45,7 @@ void Charge(Clock::time_point now) {
 const char* ProfileCategoryName(ProfileCategory c) {
   static const char* const kNames[kCount] = {
       "gemm", "attention", "lm_head_loss", "norm", "rope", "swiglu", "embedding",
-      "zero", "optimizer", "reduce", "data", "leak_guard", "eval", "checkpoint"};
+      "zero", "optimizer", "reduce", "data", "leak_guard", "eval", "checkpoint", "cast"};
   const int i = static_cast<int>(c);
   return i >= 0 && i < kCount ? kNames[i] : "?";
 }

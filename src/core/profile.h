@@ -28,6 +28,7 @@ enum class ProfileCategory : int {
   kLeakGuard,    // the contamination guard's scan of each batch
   kEval,         // in-loop evaluation
   kCheckpoint,   // checkpoint snapshot (the write itself runs in the background)
+  kCast,         // rounding matmul operands to bf16 (bf16 precision, ops/cpu/gemm_bf16.h)
   kCount
 };
 

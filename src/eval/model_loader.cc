@@ -25,13 +25,13 @@ void CheckIds(int64_t V, const int32_t* tokens, const int32_t* labels, int64_t n
 
 }  // namespace
 
-EvalModel LoadEvalModel(const std::string& path, int64_t max_seq) {
+EvalModel LoadEvalModel(const std::string& path, int64_t max_seq, const Backend& backend) {
   EvalModel out;
   ModelWeights weights = ModelWeights::Open(path);
   out.max_seq = ResolveSeqLen(weights.config(), max_seq);
   out.source = weights.source();
   out.step = weights.step();
-  out.model = std::make_unique<InferenceModel>(std::move(weights));
+  out.model = std::make_unique<InferenceModel>(std::move(weights), backend);
   return out;
 }
 

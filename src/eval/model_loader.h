@@ -23,9 +23,10 @@ struct EvalModel {
 
 // Errors name the path: neither a HF directory nor a checkpoint, bad config, missing tensors or
 // shards. max_seq <= 0 means min(max_position_embeddings, kDefaultEvalSeqLen); the value used is
-// in EvalModel::max_seq.
+// in EvalModel::max_seq. The model runs on `backend` (ops/backend.h), which must outlive it.
 constexpr int64_t kDefaultEvalSeqLen = 2048;
-EvalModel LoadEvalModel(const std::string& path, int64_t max_seq);
+EvalModel LoadEvalModel(const std::string& path, int64_t max_seq,
+                        const Backend& backend = CpuBackend());
 
 // model.ForwardLoss, after checking every token id is inside the model's vocabulary (an eval set
 // tokenized for another vocabulary is an Error, not garbage numbers).

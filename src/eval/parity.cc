@@ -15,6 +15,7 @@
 #include "hf/hf_weights.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 
 namespace replica {
 namespace {
@@ -97,7 +98,7 @@ ParityReport RunParity(const ParityOptions& o) {
     for (int64_t i = 0; i < N; ++i) labels[i] = (i % T == T - 1) ? kIgnoreLabel : ids[i + 1];
   }
 
-  Olmo3Model model(config, B, T);
+  Olmo3Model model(config, B, T, BackendFor(o.precision));
   LoadHfWeights(o.model_dir, model.layout(), model.params());
 
   std::vector<float> logits(static_cast<size_t>(N * V));
@@ -202,7 +203,7 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
   Require(o.batch >= 1 && o.seq_len >= 1, "parity: --batch {} and --seq-len {} must be >= 1",
           o.batch, o.seq_len);
   Require(o.chunk_rows >= 1, "parity: --chunk-rows must be >= 1, got {}", o.chunk_rows);
-  InferenceModel a(ModelWeights::Open(o.model_dir));
+  InferenceModel a(ModelWeights::Open(o.model_dir), BackendFor(o.precision));
   InferenceModel b(ModelWeights::Open(o.against_dir));
   const int64_t V = a.config().vocab_size, B = o.batch, T = o.seq_len, N = B * T;
   Require(b.config().vocab_size == V,
@@ -269,6 +270,8 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
   ParityReport rep;
   rep.options.model_dir = o.model_dir;
   rep.options.reference_path = o.against_dir;
+  rep.options.precision = o.precision;
+  rep.options.compute = o.compute;
   rep.options.max_kl = o.max_kl;
   rep.options.min_top1 = o.min_top1;
   rep.positions = N;
@@ -320,14 +323,16 @@ nlohmann::ordered_json ParityReport::ToJson() const {
                      {"min_top1", options.min_top1},
                      {"max_grad_rel", options.grads ? json(options.max_grad_rel) : json(nullptr)},
                      {"grad_floor", options.grads ? json(options.grad_floor) : json(nullptr)}};
+  j["precision"] = PrecisionName(options.precision);
+  if (!options.compute.is_null()) j["compute"] = options.compute;
   j["model"] = options.model_dir;
   j["reference"] = options.reference_path;
   return j;
 }
 
 std::string ParityReport::ToText() const {
-  std::string s = fmt::format("parity of {} against {} ({} positions)\n", options.model_dir,
-                              options.reference_path, positions);
+  std::string s = fmt::format("parity of {} ({}) against {} ({} positions)\n", options.model_dir,
+                              PrecisionName(options.precision), options.reference_path, positions);
   s += fmt::format("  KL(ref || model)    mean {:.3e}  max {:.3e}   (max allowed {:.1e})\n", kl_mean,
                    kl_max, options.max_kl);
   s += fmt::format("  top-1 agreement     {:.6f}                (min {})\n", top1_agreement,

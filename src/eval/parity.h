@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "ops/cpu/precision.h"
+
 namespace replica {
 
 struct ParityOptions {
@@ -24,6 +26,8 @@ struct ParityOptions {
   // true gradient is zero (q/k projections at T = 1) from dividing float noise by zero.
   double max_grad_rel = 1e-4;
   double grad_floor = 1e-3;
+  Precision precision = Precision::kFp32;  // what the model's matmuls are fed
+  nlohmann::json compute;      // the compute settings in use, copied into the JSON report
 };
 
 struct ParityReport {
@@ -60,6 +64,8 @@ struct ModelParityOptions {
   int64_t batch = 1, seq_len = 512;
   int64_t chunk_rows = 64;     // logits rows per chunk
   double max_kl = 1e-6, min_top1 = 1.0;
+  Precision precision = Precision::kFp32;  // what --model's matmuls are fed (--against: fp32)
+  nlohmann::json compute;      // the compute settings in use, copied into the JSON report
 };
 ParityReport RunParityAgainst(const ModelParityOptions& options);
 

@@ -56,7 +56,8 @@ void Embed(const ModelWeights& w, const int32_t* tokens, int64_t N, int64_t D, f
 
 }  // namespace
 
-InferenceModel::InferenceModel(ModelWeights weights) : weights_(std::move(weights)) {
+InferenceModel::InferenceModel(ModelWeights weights, const Backend& backend)
+    : weights_(std::move(weights)), ops_(&backend) {
   size_t n = 0;
   for (int t = 0; t < kCount; ++t) n += static_cast<size_t>(weights_.Get(LayerName(0, t)).numel());
   layer_buf_.resize(n);
@@ -97,7 +98,7 @@ void InferenceModel::ReleaseLmHead() { std::vector<float>().swap(lm_head_); }
 
 void InferenceModel::LogitsRows(const float* xf, int64_t rows, float* logits) {
   WidenLmHead();
-  LinearForward(xf, lm_head_.data(), rows, config().hidden_size, config().vocab_size, logits);
+  ops_->LmHeadLogits(xf, lm_head_.data(), rows, config().hidden_size, config().vocab_size, logits);
 }
 
 // Layer l: h = x + RMSNorm(Attn(x)); out = h + RMSNorm(MLP(h)) — Olmo3Model's LayerForward.
@@ -123,27 +124,27 @@ void InferenceModel::ForwardHidden(const int32_t* tokens, int64_t B, int64_t T, 
       at += weights_.Get(LayerName(l, t)).numel();
     }
     const RopeTable& rope = ropes_.ForLayer(l);
-    LinearForward(x.data(), p[kQ], N, D, Qd, q_raw.data());
-    LinearForward(x.data(), p[kK], N, D, KVd, k_raw.data());
-    LinearForward(x.data(), p[kV], N, D, KVd, v.data());
-    RMSNormForward(q_raw.data(), p[kQNorm], N, Qd, eps, q.data(), rstd.data());
-    RMSNormForward(k_raw.data(), p[kKNorm], N, KVd, eps, k.data(), rstd.data());
-    RopeForward(rope, q.data(), B, T, H, q.data());
-    RopeForward(rope, k.data(), B, T, KV, k.data());
+    ops_->LinearForward(x.data(), p[kQ], N, D, Qd, q_raw.data());
+    ops_->LinearForward(x.data(), p[kK], N, D, KVd, k_raw.data());
+    ops_->LinearForward(x.data(), p[kV], N, D, KVd, v.data());
+    ops_->RMSNormForward(q_raw.data(), p[kQNorm], N, Qd, eps, q.data(), rstd.data());
+    ops_->RMSNormForward(k_raw.data(), p[kKNorm], N, KVd, eps, k.data(), rstd.data());
+    ops_->RopeForward(rope, q.data(), B, T, H, q.data());
+    ops_->RopeForward(rope, k.data(), B, T, KV, k.data());
     if (kv_sink) kv_sink(l, k.data(), v.data());
-    AttentionForward({B, T, H, KV, hd, c.Window(l)}, q.data(), k.data(), v.data(), att.data(),
+    ops_->AttentionForward({B, T, H, KV, hd, c.Window(l)}, q.data(), k.data(), v.data(), att.data(),
                      lse.data());
-    LinearForward(att.data(), p[kO], N, Qd, D, a.data());
-    RMSNormAddForward(a.data(), p[kAttnNorm], x.data(), N, D, eps, h.data(), rstd.data());
-    LinearForward(h.data(), p[kGate], N, D, I, g.data());
-    LinearForward(h.data(), p[kUp], N, D, I, u.data());
-    SwiGLUForward(g.data(), u.data(), N * I, s.data());
-    LinearForward(s.data(), p[kDown], N, I, D, m.data());
-    RMSNormAddForward(m.data(), p[kFfNorm], h.data(), N, D, eps, x.data(), rstd.data());
+    ops_->LinearForward(att.data(), p[kO], N, Qd, D, a.data());
+    ops_->RMSNormAddForward(a.data(), p[kAttnNorm], x.data(), N, D, eps, h.data(), rstd.data());
+    ops_->LinearForward(h.data(), p[kGate], N, D, I, g.data());
+    ops_->LinearForward(h.data(), p[kUp], N, D, I, u.data());
+    ops_->SwiGLUForward(g.data(), u.data(), N * I, s.data());
+    ops_->LinearForward(s.data(), p[kDown], N, I, D, m.data());
+    ops_->RMSNormAddForward(m.data(), p[kFfNorm], h.data(), N, D, eps, x.data(), rstd.data());
   }
   std::vector<float> final_norm(D);
   weights_.ToF32("model.norm.weight", final_norm.data());
-  RMSNormForward(x.data(), final_norm.data(), N, D, eps, xf, rstd.data());
+  ops_->RMSNormForward(x.data(), final_norm.data(), N, D, eps, xf, rstd.data());
 }
 
 void InferenceModel::ForEachLogitsChunk(const float* xf, int64_t N, int64_t chunk_rows,
@@ -154,7 +155,7 @@ void InferenceModel::ForEachLogitsChunk(const float* xf, int64_t N, int64_t chun
   std::vector<float> logits(static_cast<size_t>(std::min(chunk_rows, N) * V));
   for (int64_t r0 = 0; r0 < N; r0 += chunk_rows) {
     const int64_t rows = std::min(chunk_rows, N - r0);
-    LinearForward(xf + r0 * D, lm_head_.data(), rows, D, V, logits.data());
+    ops_->LmHeadLogits(xf + r0 * D, lm_head_.data(), rows, D, V, logits.data());
     sink(r0, rows, logits.data());
   }
   ReleaseLmHead();
@@ -165,7 +166,7 @@ void InferenceModel::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, 
   std::vector<float> xf(N * D);
   ForwardHidden(tokens, B, T, xf.data());
   WidenLmHead();
-  LinearForward(xf.data(), lm_head_.data(), N, D, V, logits);
+  ops_->LmHeadLogits(xf.data(), lm_head_.data(), N, D, V, logits);
   ReleaseLmHead();
 }
 
@@ -178,7 +179,7 @@ CrossEntropySums InferenceModel::ForwardLoss(const int32_t* tokens, const int32_
   ForwardHidden(tokens, B, T, xf.data());
   WidenLmHead();
   LmHeadWorkspace ws(N, V);
-  const CrossEntropySums s = LmHeadLossForward(xf.data(), lm_head_.data(), labels, N, D, V, ws);
+  const CrossEntropySums s = ops_->LmHeadLossForward(xf.data(), lm_head_.data(), labels, N, D, V, ws);
   ReleaseLmHead();
   return {s.ce_sum, s.lse_sq_sum, s.tokens};
 }

@@ -1,7 +1,8 @@
 // The Olmo 3 forward for evaluation and parity over memory-mapped weights (model_weights.h),
 // keeping no training activations: the stack runs layer by layer, each layer's weights widened to
 // fp32 just before it runs (one layer's fp32 copy exists at a time, and the stored pages are
-// released after), through the same ops in the same order as Olmo3Model's forward. On the same
+// released after), through the same ops in the same order as Olmo3Model's forward, run by the
+// Backend given (ops/backend.h; the fp32 CPU one unless another is given). On the same
 // (fp32-representable) weights the hidden states are therefore bit-identical to the training
 // forward's, and so are ForwardLoss and ForwardLogits with chunk_rows >= B*T.
 //
@@ -22,7 +23,8 @@ namespace replica {
 
 class InferenceModel {
  public:
-  explicit InferenceModel(ModelWeights weights);
+  // `backend` (ops/backend.h) runs every op and must outlive the model.
+  explicit InferenceModel(ModelWeights weights, const Backend& backend = CpuBackend());
 
   const ModelConfig& config() const { return weights_.config(); }
   const ModelWeights& weights() const { return weights_; }
@@ -58,6 +60,7 @@ class InferenceModel {
   void Validate(const int32_t* tokens, const int32_t* labels, int64_t N) const;
 
   ModelWeights weights_;
+  const Backend* ops_;
   bool release_pages_ = true;
   std::vector<float> layer_buf_;   // one layer, fp32
   std::vector<float> lm_head_;     // [V, D] fp32 while logits are being made

@@ -13,6 +13,8 @@
 #include "core/checked_math.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "ops/cpu/isa.h"
+#include "ops/cpu/precision.h"
 
 namespace replica {
 namespace fs = std::filesystem;
@@ -127,6 +129,10 @@ const std::vector<Field>& Fields() {
        "scan every batch the loader emits for eval data: stop | warn | off"},
       {"eval.canaries", Kind::kPath, false, REF(eval.canaries),
        "registered canary set (JSONL of token ids), scored with its unregistered twin"},
+      {"compute.precision", Kind::kString, false, REF(compute.precision),
+       "what every matmul is fed: fp32 | bf16 (bf16 inputs, fp32 accumulation)"},
+      {"compute.isa", Kind::kString, false, REF(compute.isa),
+       "cap on the CPU's instruction set: auto | avx2 | avx512 | amx"},
       {"fault.kill_at_step", Kind::kInt, false, REF(fault.kill_at_step),
        "test hook: SIGKILL itself after this step (0 = off)"},
       {"fault.kill_in_checkpoint", Kind::kInt, false, REF(fault.kill_in_checkpoint),
@@ -172,7 +178,8 @@ const std::vector<ModelKey>& ModelKeys() {
 
 const std::set<std::string>& Sections() {
   static const std::set<std::string> s = {"model", "init", "data", "train", "train.skip_step",
-                                          "optim", "optim.schedule", "checkpoint", "eval", "fault"};
+                                          "optim", "optim.schedule", "checkpoint", "eval", "compute",
+                                          "fault"};
   return s;
 }
 
@@ -645,6 +652,8 @@ void Validate(RunConfig& c, const std::string& source,
   Require(c.eval.leak_guard == "stop" || c.eval.leak_guard == "warn" || c.eval.leak_guard == "off",
           "{}config key 'eval.leak_guard': expected stop, warn or off, got '{}'",
           W("eval.leak_guard"), c.eval.leak_guard);
+  ParsePrecision(c.compute.precision, W("compute.precision") + "config key 'compute.precision'");
+  ResolveIsa(c.compute.isa, W("compute.isa") + "config key 'compute.isa'");
   non_negative(c.fault.kill_at_step, "fault.kill_at_step");
   non_negative(c.fault.kill_in_checkpoint, "fault.kill_in_checkpoint");
   Require(c.fault.kill_in_checkpoint_phase == "files" ||

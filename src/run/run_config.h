@@ -85,6 +85,13 @@ struct RunConfig {
     std::string canaries;             // registered canary set (JSONL of token ids); "" = none
   } eval;
 
+  // How the model computes (docs/precision.md). Not trajectory keys: a run may resume in another
+  // precision or on another ISA (the device switch); metrics and checkpoints record both.
+  struct Compute {
+    std::string precision = "fp32";  // fp32 | bf16: what every matmul is fed
+    std::string isa = "auto";        // auto | avx2 | avx512 | amx: a cap on the CPU's ISA
+  } compute;
+
   struct Fault {
     int64_t kill_at_step = 0;        // abort (SIGKILL itself) right after this step's metrics
     int64_t kill_in_checkpoint = 0;  // abort in the middle of writing this step's checkpoint

@@ -72,6 +72,8 @@ nlohmann::json TrainState::ToJson() const {
       {"world_size", world_size},
       {"micro_batch_instances", micro_batch_instances},
       {"adam_step", adam_step},
+      {"precision", precision},
+      {"isa", isa},
   };
 }
 
@@ -97,6 +99,11 @@ TrainState TrainState::FromJson(const nlohmann::json& j, const std::string& sour
   s.world_size = IntField(j, "world_size", source);
   s.micro_batch_instances = IntField(j, "micro_batch_instances", source);
   s.adam_step = IntField(j, "adam_step", source);
+  for (auto [key, field] : {std::pair{"precision", &s.precision}, std::pair{"isa", &s.isa}}) {
+    if (!j.contains(key)) continue;
+    Require(j[key].is_string(), "{}: field '{}' must be a string", source, key);
+    *field = j[key].get<std::string>();
+  }
   Require(s.step >= 0 && s.tokens >= 0 && s.adam_step >= 0,
           "{}: negative step, tokens or adam_step", source);
   return s;

@@ -7,7 +7,9 @@
 //    "skip_step": {"losses": [...], "grad_norms": [...]},   the rule's history, oldest first
 //    "rng": {"init_seed": S, "draws_after_init": 0},         training draws no random numbers
 //    "config_hash", "trajectory_hash",       RunConfig::Hash() / TrajectoryHash()
-//    "world_size", "micro_batch_instances", "adam_step"}
+//    "world_size", "micro_batch_instances", "adam_step",
+//    "precision", "isa"}                     compute settings the state was trained in (absent
+//                                            in older checkpoints: read as fp32, "")
 // Doubles are written with round-trip precision; non-finite history values as "NaN"/"Infinity".
 #pragma once
 #include <nlohmann/json.hpp>
@@ -28,6 +30,8 @@ struct TrainState {
   int64_t world_size = 1;
   int64_t micro_batch_instances = 0;
   int64_t adam_step = 0;
+  std::string precision = "fp32";  // compute.precision of the run that wrote it
+  std::string isa;                 // the ISA it ran on ("" when unknown)
 
   nlohmann::json ToJson() const;
   // Error naming `source` and the missing or mistyped field.

@@ -19,6 +19,8 @@
 #include "core/threads.h"
 #include "data/loader.h"
 #include "hf/hf_weights.h"
+#include "ops/cpu/compute.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 #include "ops/cpu/gemm_peak.h"
 #include "optim/optimizer.h"
 #include "train/non_finite_guard.h"
@@ -218,6 +220,8 @@ class TrainingRun {
   TrainSummary summary_;
   StartPoint start_;
 
+  ComputeSettings compute_;  // compute.precision and compute.isa, applied to the process
+  std::string precision_name_, isa_name_;
   std::optional<Olmo3Model> model_;
   LocalGradReducer local_reducer_;
   GradReducer& reducer_;  // opt.reducer, or local_reducer_ for one process
@@ -245,6 +249,10 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
       reducer_(options.reducer != nullptr ? *options.reducer : local_reducer_),
       skip_(options.config.train.skip_step) {
   SetNumThreads(static_cast<int>(cfg_.train.threads));
+  compute_ = ConfigureCompute(cfg_.compute.precision, cfg_.compute.isa,
+                              "config key 'compute.precision'", "config key 'compute.isa'");
+  precision_name_ = PrecisionName(compute_.precision);
+  isa_name_ = IsaName(compute_.isa);
   const std::shared_ptr<const data::InstanceDataset> dataset = OpenTrainingData(cfg_);
   loader_ = std::make_unique<data::DataLoader>(dataset, LoaderOptionsFor(opt_));
   Require(loader_->batches_per_epoch() > 0,
@@ -263,7 +271,7 @@ void TrainingRun::LoadOrInitState() {
   if (start_.resume) summary_.resumed_from = start_.resume->dir;
   if (writer_) WriteRunConfig(opt_.run_dir, cfg_);
 
-  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len);
+  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, BackendFor(compute_.precision));
   const ParamLayout& layout = model_->layout();
   optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
   const std::optional<Checkpoint>& ckpt = start_.checkpoint;
@@ -330,11 +338,28 @@ void TrainingRun::OpenOutputs() {
   peak_ = opt_.peak_flops;
   std::string peak_text = fmt::format("{:.1f} GFLOP/s (given)", peak_ / 1e9);
   if (peak_ <= 0) {
-    const GemmPeak measured = MeasureGemmPeak();
+    GemmPeakOptions peak_options;
+    peak_options.precision = compute_.precision;
+    const GemmPeak measured = MeasureGemmPeak(peak_options);
     peak_ = measured.flops_per_s;
     peak_text = measured.Describe();
   }
   summary_.peak_flops = peak_;
+  log_->Line(fmt::format("compute: {}", compute_.Describe()));
+  const std::optional<TrainState>& saved = start_.saved;
+  if (saved && (saved->precision != precision_name_ ||
+                (!saved->isa.empty() && saved->isa != isa_name_) || saved->world_size != opt_.world)) {
+    // The device switch: same trajectory, other numerics or hardware from here on.
+    const nlohmann::json from = {{"precision", saved->precision}, {"isa", saved->isa},
+                                 {"world_size", saved->world_size}};
+    const nlohmann::json to = {{"precision", precision_name_}, {"isa", isa_name_},
+                               {"world_size", opt_.world}};
+    log_->Line(fmt::format("compute switch at step {}: {} -> {}", step_, from.dump(), to.dump()));
+    // Recorded with the first step run after the switch: a resume from this same checkpoint
+    // drops it with that step's other lines, so it is never written twice.
+    if (metrics_)
+      metrics_->Write({{"step", step_ + 1}, {"compute_switch", {{"from", from}, {"to", to}}}});
+  }
   log_->Line(fmt::format(
       "training {} -> {}: {} params, {} x {} tokens per step ({} of {}{}), {}, {:.2f} "
       "GFLOP/token, GEMM peak {}",
@@ -411,7 +436,9 @@ void TrainingRun::Log(const StepRecord& r) {
                                                   r.tokens_per_s / static_cast<double>(opt_.world)},
                                                  {"mfu", r.mfu},
                                                  {"skipped", o.skipped},
-                                                 {"non_finite", o.non_finite}}));
+                                                 {"non_finite", o.non_finite},
+                                                 {"precision", precision_name_},
+                                                 {"isa", isa_name_}}));
   non_finite_.Observe(s, o.loss, o.grad_norm);
   if (o.non_finite)
     log_->Line(fmt::format("step {}: non-finite loss {} or grad norm {}: update not applied ({} in "
@@ -469,6 +496,8 @@ void TrainingRun::SaveCheckpoint(int64_t s) {
   st.trajectory_hash = cfg_.TrajectoryHash();
   st.world_size = opt_.world;
   st.micro_batch_instances = shape_.micro;
+  st.precision = precision_name_;
+  st.isa = isa_name_;
   // Collective with ZeRO-1: every rank sends its shard; rank 0 receives the full m and v.
   const OptimizerState* adam = optimizer_->SaveState();
   if (!checkpoints_) return;

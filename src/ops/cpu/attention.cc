@@ -16,6 +16,11 @@
 // Both add the same per-tile terms in the same order (key tiles ascending into dq; query heads,
 // then query tiles ascending into dk/dv), so they are bit-identical, and the choice between them,
 // which depends on the thread count, changes no output (docs/design.md §2.3).
+//
+// bf16 precision (docs/precision.md): every operand of a tile product is rounded to bf16 (round to
+// nearest even) and the products accumulate in fp32. q, k, v and dout are rounded as they are
+// packed; P is rounded after the softmax (the running sums use the unrounded values) and dS after
+// it is formed. Scores, softmax statistics, lse and D stay fp32.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/cpu/attention.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -33,6 +38,7 @@
 
 #include "ops/cpu/attention.h"
 #include "core/profile.h"
+#include "ops/cpu/bf16_round.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace replica {
@@ -170,8 +176,9 @@ thread_local Scratch tls_call_scratch;  // per-call arrays, on the calling threa
 struct Geometry {
   size_t B, T, H, KV, hd, hdp, W, group, nqt, nkt;
   float scale;
+  bool bf16;  // round product operands to bf16
 
-  explicit Geometry(const AttentionShape& s)
+  Geometry(const AttentionShape& s, bool round_bf16)
       : B(s.B),
         T(s.T),
         H(s.H),
@@ -182,7 +189,8 @@ struct Geometry {
         group(s.H / s.KV),
         nqt((s.T + kBr - 1) / kBr),
         nkt((s.T + kBc - 1) / kBc),
-        scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hd)))) {}
+        scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hd)))),
+        bf16(round_bf16) {}
 
   size_t QRow(size_t b, size_t t, size_t h) const { return ((b * T + t) * H + h) * hd; }
   size_t KVRow(size_t b, size_t t, size_t g) const { return ((b * T + t) * KV + g) * hd; }
@@ -209,11 +217,26 @@ struct Geometry {
 // Copies `rows` rows of width hd, `stride` apart, to a contiguous zero-padded [rows × hdp] buffer.
 // Operands that a product re-reads for every row block are packed like this: in place, rows H·hd
 // floats apart (2 KiB at the bench shape) map onto a handful of L1 sets and evict each other.
+// With g.bf16 the copies are rounded to bf16.
 void PackRows(const Geometry& g, const float* src, size_t stride, size_t rows, float* dst) {
   for (size_t r = 0; r < rows; ++r) {
-    std::memcpy(dst + r * g.hdp, src + r * stride, g.hd * sizeof(float));
+    if (g.bf16) {
+      for (size_t c = 0; c < g.hd; ++c) dst[r * g.hdp + c] = RoundToBf16(src[r * stride + c]);
+    } else {
+      std::memcpy(dst + r * g.hdp, src + r * stride, g.hd * sizeof(float));
+    }
     std::fill(dst + r * g.hdp + g.hd, dst + (r + 1) * g.hdp, 0.0f);
   }
+}
+
+// Each lane rounded to the nearest bf16 (ties to even), kept in fp32; NaN lanes pass through.
+HWY_INLINE VF RoundBf16(VF x) {
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  const auto u = hn::BitCast(du, x);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+  const auto r = hn::And(hn::Add(hn::Add(u, hn::Set(du, 0x7fffu)), lsb), hn::Set(du, 0xffff0000u));
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::BitCast(d, r));
 }
 
 // dst[hd × width] = transpose of `rows` packed rows (stride hdp); columns rows..width-1 zeroed.
@@ -314,7 +337,7 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
       VF sum = hn::Zero(d);
       for (size_t j = 0; j < kn; ++j) {
         const VF p = hn::Exp(d, hn::Sub(hn::LoadU(d, ST + j * kBr + c), m_sub));
-        hn::StoreU(p, d, ST + j * kBr + c);
+        hn::StoreU(g.bf16 ? RoundBf16(p) : p, d, ST + j * kBr + c);
         sum = hn::Add(sum, p);
       }
       const VF a = hn::Exp(d, hn::Sub(m_old, m_sub));  // 0 on a query's first visible tile
@@ -341,8 +364,8 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
 }
 
 void ForwardImpl(const AttentionShape& s, const float* q, const float* k, const float* v,
-                 float* out, float* lse) {
-  const Geometry g(s);
+                 float* out, float* lse, bool bf16) {
+  const Geometry g(s, bf16);
   const int64_t units = static_cast<int64_t>(g.B * g.H * g.nqt);
   // Units are independent (each writes only its own rows of out and lse), so a dynamic schedule
   // balances the uneven causal work without affecting any result.
@@ -457,9 +480,9 @@ void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, 
     for (size_t j = 0; j < kBc; j += N) {
       // Masked scores are -inf and give p = 0 (key columns past the sequence are masked too).
       const VF p = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, prow + j), vscale), vlse));
-      hn::StoreU(p, d, prow + j);
       const VF ds = hn::Mul(hn::Mul(p, hn::Sub(hn::LoadU(d, dsrow + j), vD)), vscale);
-      hn::StoreU(ds, d, dsrow + j);
+      hn::StoreU(g.bf16 ? RoundBf16(p) : p, d, prow + j);
+      hn::StoreU(g.bf16 ? RoundBf16(ds) : ds, d, dsrow + j);
     }
   }
 
@@ -559,8 +582,8 @@ constexpr size_t kMaxGroupUnitFloats = size_t{16} << 20;  // 64 MiB
 
 void BackwardImpl(const AttentionShape& shape, const float* q, const float* k, const float* v,
                   const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                  float* dv, int scheme) {
-  const Geometry g(shape);
+                  float* dv, int scheme, bool bf16) {
+  const Geometry g(shape, bf16);
   const int64_t rows = static_cast<int64_t>(g.B * g.H * g.T);
   float* D = tls_call_scratch.Get(rows);
   const int64_t positions = static_cast<int64_t>(g.B * g.T);
@@ -616,28 +639,30 @@ HWY_EXPORT(ForwardImpl);
 HWY_EXPORT(BackwardImpl);
 
 void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                      float* out, float* lse) {
+                      float* out, float* lse, Precision precision) {
   ProfileScope profile_scope(ProfileCategory::kAttention);
   ValidateAttentionShape(s);
-  HWY_DYNAMIC_DISPATCH(ForwardImpl)(s, q, k, v, out, lse);
+  HWY_DYNAMIC_DISPATCH(ForwardImpl)(s, q, k, v, out, lse, precision == Precision::kBf16);
 }
 
 void AttentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                       float* dv) {
+                       float* dv, Precision precision) {
   ProfileScope profile_scope(ProfileCategory::kAttention);
   ValidateAttentionShape(s);
-  HWY_DYNAMIC_DISPATCH(BackwardImpl)(s, q, k, v, out, lse, dout, dq, dk, dv, 0);
+  HWY_DYNAMIC_DISPATCH(BackwardImpl)
+  (s, q, k, v, out, lse, dout, dq, dk, dv, 0, precision == Precision::kBf16);
 }
 
 void AttentionBackwardWithScheme(const AttentionShape& s, const float* q, const float* k,
                                  const float* v, const float* out, const float* lse,
                                  const float* dout, float* dq, float* dk, float* dv,
-                                 AttentionBackwardScheme scheme) {
+                                 AttentionBackwardScheme scheme, Precision precision) {
   ProfileScope profile_scope(ProfileCategory::kAttention);
   ValidateAttentionShape(s);
   HWY_DYNAMIC_DISPATCH(BackwardImpl)
-  (s, q, k, v, out, lse, dout, dq, dk, dv, static_cast<int>(scheme));
+  (s, q, k, v, out, lse, dout, dq, dk, dv, static_cast<int>(scheme),
+   precision == Precision::kBf16);
 }
 }  // namespace replica
 #endif  // HWY_ONCE

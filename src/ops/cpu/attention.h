@@ -9,10 +9,14 @@
 //   lse [B, H, T]         log-sum-exp of the scaled scores of each query row (saved for backward)
 // Query head n uses kv head n / (H / KV). Scores are (q·k) * scale, scale = 1/sqrt(hd).
 // Visibility: key j is visible to query i iff j <= i and (window == 0 or i - window < j).
+// Precision::kBf16: every operand of QKᵀ, PV and their backward products is rounded to bf16 with
+// fp32 accumulation; softmax statistics and lse stay fp32 (docs/precision.md).
 // Outputs (out, lse, dq, dk, dv) must not alias any input. Each output element is computed by one
 // thread in a fixed tile order, so results are bit-identical for any thread count.
 #pragma once
 #include <cstdint>
+
+#include "ops/cpu/precision.h"
 
 namespace replica {
 
@@ -23,11 +27,11 @@ struct AttentionShape {
 
 // out = softmax(q k^T * scale + mask) v ;  lse saved.
 void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                      float* out, float* lse);
+                      float* out, float* lse, Precision precision = Precision::kFp32);
 // Backward of the line above. Accumulates (+=) into dq, dk, dv.
 void AttentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                       float* dv);
+                       float* dv, Precision precision = Precision::kFp32);
 
 // How the backward splits work over threads. kAuto (what AttentionBackward uses) picks by the
 // thread count and the size of a (b, kv head) unit; all schemes give bit-identical results, which
@@ -40,12 +44,16 @@ enum class AttentionBackwardScheme : int {
 void AttentionBackwardWithScheme(const AttentionShape& s, const float* q, const float* k,
                                  const float* v, const float* out, const float* lse,
                                  const float* dout, float* dq, float* dk, float* dv,
-                                 AttentionBackwardScheme scheme);
+                                 AttentionBackwardScheme scheme,
+                                 Precision precision = Precision::kFp32);
 
 // Plain scalar references (materialise each row's scores; for tests only). They accumulate in
-// double and round once on store; the fast path agrees with them to ~1e-5 relative.
+// double and round once on store; the fast path agrees with them to ~1e-5 relative. With kBf16,
+// q, k, v are rounded to bf16 and so is exp(score − row max) before P·v (the fast path rounds
+// exp(score − running max), so the two agree to bf16 resolution, not to fp32).
 void AttentionForwardReference(const AttentionShape& s, const float* q, const float* k,
-                               const float* v, float* out, float* lse);
+                               const float* v, float* out, float* lse,
+                               Precision precision = Precision::kFp32);
 void AttentionBackwardReference(const AttentionShape& s, const float* q, const float* k,
                                 const float* v, const float* out, const float* lse,
                                 const float* dout, float* dq, float* dk, float* dv);

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "ops/cpu/attention.h"
+#include "ops/cpu/bf16_round.h"
 
 namespace replica {
 
@@ -40,8 +41,10 @@ struct Index {
   }
 };
 
+// round_p: P·v takes exp(score − row max) rounded to bf16 (the running sum does not).
 template <typename T>
-void Forward(const AttentionShape& s, const T* q, const T* k, const T* v, T* out, T* lse) {
+void Forward(const AttentionShape& s, const T* q, const T* k, const T* v, T* out, T* lse,
+             bool round_p = false) {
   ValidateAttentionShape(s);
   const Index ix{s};
   const int64_t group = s.H / s.KV;
@@ -66,8 +69,9 @@ void Forward(const AttentionShape& s, const T* q, const T* k, const T* v, T* out
         for (int64_t j = first; j <= i; ++j) {
           const double p = std::exp(score[j] - max);
           sum += p;
+          const double pv = round_p ? RoundToBf16(static_cast<float>(p)) : p;
           const T* vj = v + ix.KV(b, j, g);
-          for (int64_t d = 0; d < s.hd; ++d) acc[d] += p * vj[d];
+          for (int64_t d = 0; d < s.hd; ++d) acc[d] += pv * vj[d];
         }
         T* oi = out + ix.Q(b, i, h);
         for (int64_t d = 0; d < s.hd; ++d) oi[d] = static_cast<T>(acc[d] / sum);
@@ -131,8 +135,15 @@ void Backward(const AttentionShape& s, const T* q, const T* k, const T* v, const
 }  // namespace
 
 void AttentionForwardReference(const AttentionShape& s, const float* q, const float* k,
-                               const float* v, float* out, float* lse) {
-  Forward(s, q, k, v, out, lse);
+                               const float* v, float* out, float* lse, Precision precision) {
+  if (precision == Precision::kFp32) return Forward(s, q, k, v, out, lse);
+  ValidateAttentionShape(s);
+  const int64_t nq = s.B * s.T * s.H * s.hd, nkv = s.B * s.T * s.KV * s.hd;
+  std::vector<float> qr(q, q + nq), kr(k, k + nkv), vr(v, v + nkv);
+  RoundToBf16(qr.data(), qr.data(), nq);
+  RoundToBf16(kr.data(), kr.data(), nkv);
+  RoundToBf16(vr.data(), vr.data(), nkv);
+  Forward(s, qr.data(), kr.data(), vr.data(), out, lse, /*round_p=*/true);
 }
 void AttentionBackwardReference(const AttentionShape& s, const float* q, const float* k,
                                 const float* v, const float* out, const float* lse,

@@ -7,7 +7,8 @@
 #include <limits>
 
 #include "core/error.h"
-#include "ops/cpu/gemm.h"
+#include "ops/cpu/bf16_round.h"
+#include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/softmax_rows.h"
 
 namespace replica {
@@ -16,9 +17,9 @@ namespace {
 // Logits of rows [r0, r0 + rows) into the workspace, then per-row lse and CE. Each row of the
 // buffer is left holding exp(logit - shift), shift near the row max (ops/cpu/softmax_rows.h), which the backward scales into dlogits.
 void ChunkForward(const float* x, const float* W, const int32_t* labels, int64_t r0, int64_t rows,
-                  int64_t D, int64_t V, LmHeadWorkspace& ws) {
+                  int64_t D, int64_t V, LmHeadWorkspace& ws, Precision precision) {
   float* logits = ws.logits();
-  Sgemm(false, true, rows, V, D, 1.0f, x + r0 * D, D, W, D, 0.0f, logits, V);
+  Gemm(precision, false, true, rows, V, D, 1.0f, x + r0 * D, D, W, D, 0.0f, logits, V);
 #pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
   for (int64_t i = 0; i < rows; ++i) {
     const int32_t y = labels[r0 + i];
@@ -76,13 +77,14 @@ float* LmHeadWorkspace::e_times_w(int64_t D) {
 }
 
 CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t* labels,
-                                   int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws) {
+                                   int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws,
+                                   Precision precision) {
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
   Require(V == ws.vocab(), "LM head: vocab {} does not match workspace {}", V, ws.vocab());
   CrossEntropySums sums;
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
-    ChunkForward(x, W, labels, r0, rows, D, V, ws);
+    ChunkForward(x, W, labels, r0, rows, D, V, ws, precision);
     AddChunkSums(labels, r0, rows, ws, sums);
   }
   return sums;
@@ -91,13 +93,13 @@ CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t
 CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const int32_t* labels,
                                            int64_t N, int64_t D, int64_t V, double grad_scale,
                                            double z_mul, LmHeadWorkspace& ws, float* dx,
-                                           float* dW) {
+                                           float* dW, Precision precision) {
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
   Require(V == ws.vocab(), "LM head: vocab {} does not match workspace {}", V, ws.vocab());
   CrossEntropySums sums;
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
-    ChunkForward(x, W, labels, r0, rows, D, V, ws);
+    ChunkForward(x, W, labels, r0, rows, D, V, ws, precision);
     AddChunkSums(labels, r0, rows, ws, sums);
     // dlogits = coef_row · e_row − grad_scale · onehot(y_row), where e_row = exp(l − shift) is what
     // the forward left in the buffer and coef_row = grad_scale (1 + 2 z lse) / Σ e folds the
@@ -124,8 +126,9 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
       ws.row_coef()[i] = dy;
       for (int64_t k = 0; k < D; ++k) xs[i * D + k] = coef * x[(r0 + i) * D + k];
     }
-    Sgemm(false, false, rows, D, V, 1.0f, e, V, W, D, 0.0f, ew, D);
-    Sgemm(true, false, V, D, rows, 1.0f, e, V, xs, D, 1.0f, dW, D);
+    Gemm(precision, false, false, rows, D, V, 1.0f, e, V, W, D, 0.0f, ew, D);
+    Gemm(precision, true, false, V, D, rows, 1.0f, e, V, xs, D, 1.0f, dW, D);
+    const bool bf16 = precision == Precision::kBf16;
     for (int64_t i = 0; i < rows; ++i) {  // in row order: rows may share a label
       const int32_t y = labels[r0 + i];
       if (y == kIgnoreLabel) continue;
@@ -137,8 +140,10 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
       const float* xr = x + (r0 + i) * D;
       float* dwy = dW + static_cast<int64_t>(y) * D;
       for (int64_t k = 0; k < D; ++k) {
-        dxr[k] += coef * ew[i * D + k] + dy * wy[k];
-        dwy[k] += dy * xr[k];
+        const float w = bf16 ? RoundToBf16(wy[k]) : wy[k];
+        const float xk = bf16 ? RoundToBf16(xr[k]) : xr[k];
+        dxr[k] += coef * ew[i * D + k] + dy * w;
+        dwy[k] += dy * xk;
       }
     }
   }
@@ -147,7 +152,15 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
 
 CrossEntropySums LmHeadLossReference(const float* x, const float* W, const int32_t* labels,
                                      int64_t N, int64_t D, int64_t V, double grad_scale,
-                                     double z_mul, float* dx, float* dW) {
+                                     double z_mul, float* dx, float* dW, Precision precision) {
+  const bool bf16 = precision == Precision::kBf16;
+  std::vector<float> xr(x, x + N * D), Wr(W, W + V * D);
+  if (bf16) {
+    RoundToBf16(xr.data(), xr.data(), N * D);
+    RoundToBf16(Wr.data(), Wr.data(), V * D);
+  }
+  x = xr.data();
+  W = Wr.data();
   CrossEntropySums sums;
   std::vector<double> logits(static_cast<size_t>(V)), dl(static_cast<size_t>(V));
   std::vector<double> dxrow(static_cast<size_t>(D));
@@ -172,6 +185,8 @@ CrossEntropySums LmHeadLossReference(const float* x, const float* W, const int32
       dl[v] = grad_scale * std::exp(logits[v] - lse) * (1 + 2 * z_mul * lse);
     }
     dl[y] -= grad_scale;
+    if (bf16)
+      for (int64_t v = 0; v < V; ++v) dl[v] = RoundToBf16(static_cast<float>(dl[v]));
     std::fill(dxrow.begin(), dxrow.end(), 0.0);
     for (int64_t v = 0; v < V; ++v)
       for (int64_t k = 0; k < D; ++k) {

@@ -7,11 +7,17 @@
 // online log-sum-exp) means backward never recomputes logits: the LM head costs exactly 3 GEMMs.
 // Per-row work is owned by one thread, the chunk sums are added in row order in double, and the
 // chunk size does not depend on the thread count, so results are bit-identical for any of them.
+//
+// With Precision::kBf16 the three GEMMs take bf16-rounded operands with fp32 accumulation (the
+// logits GEMM: x and W; the backward: the exp buffer, W and coef·x; the label terms round W[y] and
+// x likewise); log-sum-exp, softmax statistics, CE and z-loss stay fp32/double as in fp32 mode.
 // dx and dW must not alias x, W or each other (with a tied head W and the embedding gradient are
 // different buffers: parameters and gradients).
 #pragma once
 #include <cstdint>
 #include <vector>
+
+#include "ops/cpu/precision.h"
 
 namespace replica {
 
@@ -52,7 +58,8 @@ class LmHeadWorkspace {
 // x [N, D] (the final-normed hidden states); W [V, D] (lm_head, or the tied embedding);
 // labels [N] in [0, V) or -100. Returns the sums; no gradient.
 CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t* labels,
-                                   int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws);
+                                   int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws,
+                                   Precision precision = Precision::kFp32);
 
 // Forward and backward of
 //   loss = grad_scale · Σ_{rows, label != -100} ( lse - logit[label] + z_mul · lse² ),
@@ -63,12 +70,14 @@ CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t
 CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const int32_t* labels,
                                            int64_t N, int64_t D, int64_t V, double grad_scale,
                                            double z_mul, LmHeadWorkspace& ws, float* dx,
-                                           float* dW);
+                                           float* dW, Precision precision = Precision::kFp32);
 
 // Plain reference: materialises all logits and computes everything in double (tests only).
-// dx and dW may be null (forward only).
+// dx and dW may be null (forward only). With kBf16, x and W are rounded to bf16 before the logits
+// and the gradient products, and each row's dlogits are rounded to bf16 before its products.
 CrossEntropySums LmHeadLossReference(const float* x, const float* W, const int32_t* labels,
                                      int64_t N, int64_t D, int64_t V, double grad_scale,
-                                     double z_mul, float* dx, float* dW);
+                                     double z_mul, float* dx, float* dW,
+                                     Precision precision = Precision::kFp32);
 
 }  // namespace replica

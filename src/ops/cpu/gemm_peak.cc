@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/gemm_bf16.h"
 
 namespace fs = std::filesystem;
 
@@ -40,10 +41,13 @@ std::string CpuModel() {
   return "unknown CPU";
 }
 
-std::string CacheKey(int64_t n) {
+// fp32 keys name the BLAS kernel; bf16 keys the bf16 GEMM route in use (onednn-amx, emulated).
+std::string CacheKey(int64_t n, Precision precision) {
   const char* core = openblas_get_corename();
-  return fmt::format("{} | {} threads | n {} | OpenBLAS {}", CpuModel(), NumThreads(), n,
-                     core ? core : "?");
+  const std::string key = fmt::format("{} | {} threads | n {} | OpenBLAS {}", CpuModel(),
+                                      NumThreads(), n, core ? core : "?");
+  if (precision == Precision::kFp32) return key;
+  return fmt::format("{} | bf16 {}", key, Bf16GemmRouteName(ActiveBf16GemmRoute()));
 }
 
 // The cache file as an object {key: {"flops_per_s": x, ...}}; empty when missing or unreadable
@@ -83,7 +87,7 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   auto call = [&] {
     const auto t0 = Clock::now();
-    Sgemm(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    Gemm(o.precision, false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
   const auto start = Clock::now();
@@ -104,6 +108,7 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
   GemmPeak p;
   p.n = n;
   p.trials = o.trials;
+  p.precision = o.precision;
   p.measured_flops_per_s = flops / *std::min_element(trial_best.begin(), trial_best.end());
   std::nth_element(trial_best.begin(), trial_best.begin() + trial_best.size() / 2, trial_best.end());
   p.median_trial_flops_per_s = flops / trial_best[trial_best.size() / 2];
@@ -112,7 +117,7 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
 
   const std::string path = o.cache_path.empty() ? DefaultGemmPeakCachePath() : o.cache_path;
   if (path == "off") return p;
-  p.key = CacheKey(n);
+  p.key = CacheKey(n, o.precision);
   nlohmann::json cache = ReadCache(path);
   if (cache.contains(p.key) && cache[p.key].is_object() && cache[p.key].contains("flops_per_s") &&
       cache[p.key]["flops_per_s"].is_number())
@@ -141,14 +146,51 @@ std::string GemmPeak::Describe() const {
                                        measured_flops_per_s / 1e9, trials,
                                        median_trial_flops_per_s / 1e9);
   if (cache_path.empty())
-    return fmt::format("{:.1f} GFLOP/s (fastest of {} trials of a {}^3 fp32 GEMM in this process; "
+    return fmt::format("{:.1f} GFLOP/s (fastest of {} trials of a {}^3 {} GEMM in this process; "
                        "median {:.1f})",
-                       flops_per_s / 1e9, trials, n, median_trial_flops_per_s / 1e9);
+                       flops_per_s / 1e9, trials, n, PrecisionName(precision), median_trial_flops_per_s / 1e9);
   if (cached_flops_per_s > measured_flops_per_s)
     return fmt::format("{:.1f} GFLOP/s (best on this machine, cached in {}; this process {})",
                        flops_per_s / 1e9, cache_path, here);
   return fmt::format("{:.1f} GFLOP/s (measured now, a new best on this machine, cached in {}; {})",
                      flops_per_s / 1e9, cache_path, here);
+}
+
+double FlopsPerCyclePerCore(Isa isa, Precision precision) {
+  if (isa == Isa::kAmx && precision == Precision::kBf16) return 1024;
+  if (isa >= Isa::kAvx512) return 64;
+  if (isa == Isa::kAvx2) return 32;
+  return 8;  // SSE: one 128-bit multiply and one add per cycle
+}
+
+double MeasureCoreClockHz() {
+  using Clock = std::chrono::steady_clock;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    constexpr uint64_t kIterations = 1 << 20;  // × 16 dependent adds
+    uint64_t x = 0, n = kIterations;
+    const auto t0 = Clock::now();
+    __asm__ volatile(
+        "1:\n"
+        "add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n"
+        "add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n"
+        "add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n"
+        "add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n"
+        "dec %1\n jnz 1b\n"
+        : "+r"(x), "+r"(n));
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, 16.0 * kIterations / s);
+  }
+  return best;
+}
+
+NominalPeak MeasureNominalPeak(Isa isa, Precision precision, int cores) {
+  NominalPeak p;
+  p.flops_per_cycle_per_core = FlopsPerCyclePerCore(isa, precision);
+  p.clock_hz = MeasureCoreClockHz();
+  p.cores = cores;
+  p.flops_per_s = p.flops_per_cycle_per_core * p.clock_hz * cores;
+  return p;
 }
 
 }  // namespace replica

@@ -9,9 +9,16 @@
 // ever measured on this machine for the same key (CPU model, thread count, problem size, BLAS
 // kernel), so MFU figures of different runs share one denominator once the cache has seen a quiet
 // moment. Describe() says which peak was used.
+//
+// For bf16 precision the rate is that of the bf16 GEMM (ops/cpu/gemm_bf16.h) in use: MFU is taken
+// against the peak of the mode in use (the precision is part of the cache key). NominalPeak gives
+// the other denominator, the ISA's FLOP/cycle/core × measured clock × cores (docs/precision.md).
 #pragma once
 #include <cstdint>
 #include <string>
+
+#include "ops/cpu/isa.h"
+#include "ops/cpu/precision.h"
 
 namespace replica {
 
@@ -22,6 +29,7 @@ struct GemmPeakOptions {
   double pause_s = 0.04;     // idle time between trials, to sample different moments
   // "" = DefaultGemmPeakCachePath(); "off" = no cache (the peak is this process's measurement).
   std::string cache_path;
+  Precision precision = Precision::kFp32;  // which GEMM: Sgemm or the bf16 one (gemm_bf16.h)
 };
 
 struct GemmPeak {
@@ -33,7 +41,8 @@ struct GemmPeak {
   int64_t n = 0;
   double seconds = 0;               // time spent measuring
   std::string cache_path;           // "" when no cache was used
-  std::string key;                  // cache key: CPU model, threads, n, BLAS kernel
+  std::string key;                  // cache key: CPU model, threads, n, BLAS kernel (bf16 route)
+  Precision precision = Precision::kFp32;
   // e.g. "151.2 GFLOP/s (best on this machine, cached in ~/.cache/replica/gemm-peak.json;
   // this process 98.1, median of 5 trials 90.3)".
   std::string Describe() const;
@@ -44,5 +53,18 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& options = {});
 // $REPLICA_GEMM_PEAK_CACHE when set ("off" disables), else $XDG_CACHE_HOME/replica/gemm-peak.json,
 // else $HOME/.cache/replica/gemm-peak.json; "off" when none of these is known.
 std::string DefaultGemmPeakCachePath();
+
+struct NominalPeak {
+  double flops_per_cycle_per_core = 0;  // of the unit that does the mode's math (table below)
+  double clock_hz = 0;                  // measured on the calling thread
+  int cores = 0;                        // threads in use
+  double flops_per_s = 0;               // the product
+};
+// FLOP/cycle/core: fp32 (and emulated bf16) 32 on AVX2 (two 256-bit FMA pipes), 64 on AVX-512
+// (two 512-bit FMA pipes); bf16 on AMX 1024 (one 16×16×32 bf16 tile product per 16 cycles).
+double FlopsPerCyclePerCore(Isa isa, Precision precision);
+NominalPeak MeasureNominalPeak(Isa isa, Precision precision, int cores);
+// The core clock, from a chain of dependent integer adds (one per cycle), ~20 ms.
+double MeasureCoreClockHz();
 
 }  // namespace replica

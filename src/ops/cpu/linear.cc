@@ -1,21 +1,22 @@
 #include "ops/cpu/linear.h"
 
-#include "ops/cpu/gemm.h"
+#include "ops/cpu/gemm_bf16.h"
 
 namespace replica {
 
-void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out, float* y) {
+void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out, float* y,
+                   Precision precision) {
   if (N == 0 || out == 0) return;
-  Sgemm(false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
+  Gemm(precision, false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
 }
 
 void LinearBackward(const float* x, const float* W, const float* dy, int64_t N, int64_t in,
-                    int64_t out, float* dx, float* dW) {
+                    int64_t out, float* dx, float* dW, Precision precision) {
   if (N == 0) return;
   if (dx) {
-    Sgemm(false, false, N, in, out, 1.0f, dy, out, W, in, 1.0f, dx, in);
+    Gemm(precision, false, false, N, in, out, 1.0f, dy, out, W, in, 1.0f, dx, in);
   }
-  Sgemm(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW, in);
+  Gemm(precision, true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW, in);
 }
 
 void LinearForwardReference(const float* x, const float* W, int64_t N, int64_t in, int64_t out,

@@ -1,0 +1,33 @@
+// --precision and --isa, the command-line form of a run config's `compute` section
+// (docs/precision.md), shared by the subcommands that run the model. Apply() checks both values
+// (exit 2 naming the flag), caps the ISA for the process and logs what is in use.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "core/log.h"
+#include "ops/cpu/compute.h"
+
+namespace replica::cli {
+
+struct ComputeFlags {
+  std::string precision = "fp32";
+  std::string isa = "auto";
+
+  void Add(CLI::App& app) {
+    app.add_option("--precision", precision,
+                   "matmul inputs: fp32 | bf16 (bf16-rounded inputs, fp32 accumulation)")
+        ->capture_default_str();
+    app.add_option("--isa", isa, "cap on the CPU's instruction set: auto | avx2 | avx512 | amx")
+        ->capture_default_str();
+  }
+
+  ComputeSettings Apply() const {
+    ComputeSettings s = ConfigureCompute(precision, isa, "--precision", "--isa");
+    REPLICA_LOG_INFO("compute: {}", s.Describe());
+    return s;
+  }
+};
+
+}  // namespace replica::cli

@@ -1,0 +1,78 @@
+// The `compute` section of a run config: defaults (fp32, auto), the 7B presets in bf16 as the
+// reference trains, --set overrides, refusal of an unknown precision or an ISA this CPU lacks by
+// key name, and that neither key is part of the trajectory (a run may switch them on resume).
+#include <gtest/gtest.h>
+
+#include "testing/util.h"
+#include "core/error.h"
+#include "ops/cpu/isa.h"
+#include "run/run_config.h"
+
+namespace replica {
+namespace {
+using test::ErrorOf;
+
+const std::string kConfigs = std::string(REPLICA_SOURCE_DIR) + "/configs/";
+
+const char* kTiny = R"(
+model:
+  vocab_size: 256
+  hidden_size: 64
+  intermediate_size: 128
+  num_hidden_layers: 4
+  num_attention_heads: 4
+  rms_norm_eps: 1.0e-6
+  rope_theta: 500000
+  sliding_window: 8
+data:
+  paths: [a.npy]
+  seq_len: 32
+train:
+  max_steps: 10
+  global_batch_instances: 4
+optim:
+  lr: 1.0e-3
+)";
+
+TEST(ComputeConfig, DefaultsAndPresets) {
+  const RunConfig c = RunConfig::FromYaml(kTiny, "/b");
+  EXPECT_EQ(c.compute.precision, "fp32");
+  EXPECT_EQ(c.compute.isa, "auto");
+  for (const char* preset :
+       {"olmo3-7b-stage1.yaml", "olmo3-7b-stage1-part2.yaml", "olmo3-7b-stage2.yaml"}) {
+    EXPECT_EQ(RunConfig::Load(kConfigs + preset).compute.precision, "bf16") << preset;
+  }
+  EXPECT_EQ(RunConfig::Load(kConfigs + "demo.yaml").compute.precision, "fp32");
+}
+
+TEST(ComputeConfig, OverridesRoundTripAndStayOffTheTrajectory) {
+  const RunConfig a = RunConfig::FromYaml(kTiny, "/b");
+  const RunConfig b = RunConfig::FromYaml(kTiny, "/b", {"compute.precision=bf16"});
+  EXPECT_EQ(b.compute.precision, "bf16");
+  EXPECT_EQ(a.TrajectoryHash(), b.TrajectoryHash());
+  EXPECT_NE(a.Hash(), b.Hash());
+  EXPECT_TRUE(TrajectoryDifferences(a, b).empty());
+  const RunConfig again = RunConfig::FromYaml(b.Canonical(), "/b");
+  EXPECT_EQ(again.compute.precision, "bf16");
+  EXPECT_EQ(again.Hash(), b.Hash());
+}
+
+TEST(ComputeConfig, BadValuesNameTheKey) {
+  std::string e = ErrorOf([] {
+    RunConfig::FromYaml(std::string(kTiny) + "compute:\n  precision: fp16\n", "/b", {}, "x.yaml");
+  });
+  EXPECT_NE(e.find("compute.precision"), std::string::npos) << e;
+  EXPECT_NE(e.find("fp16"), std::string::npos) << e;
+  e = ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"compute.isa=sse9"}); });
+  EXPECT_NE(e.find("compute.isa"), std::string::npos) << e;
+  e = ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"compute.dtype=bf16"}); });
+  EXPECT_NE(e.find("compute.dtype"), std::string::npos) << e;
+  if (DetectCpu().Best() < Isa::kAmx) {
+    e = ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"compute.isa=amx"}); });
+    EXPECT_NE(e.find("compute.isa"), std::string::npos) << e;
+    EXPECT_NE(e.find("not available"), std::string::npos) << e;
+  }
+}
+
+}  // namespace
+}  // namespace replica
