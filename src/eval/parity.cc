@@ -37,6 +37,20 @@ struct RowStats {
   bool same_top1 = false;
 };
 
+// Compares one row of logits `a` with the reference row `r` (V each): top-1 agreement,
+// D_KL(P_ref || P) and max |a - r| into `s`; lp_ref and lp (V doubles each) are scratch and hold
+// the two log-softmaxes afterwards.
+void CompareRow(const float* a, const float* r, int64_t V, double* lp_ref, double* lp,
+                RowStats& s) {
+  const int64_t top_ref = LogSoftmax(r, V, lp_ref);
+  const int64_t top = LogSoftmax(a, V, lp);
+  s.same_top1 = top == top_ref;
+  for (int64_t v = 0; v < V; ++v) {
+    s.kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
+    s.max_abs = std::max(s.max_abs, std::abs(static_cast<double>(a[v]) - r[v]));
+  }
+}
+
 void CheckShape(const SafetensorsFile& f, const TensorInfo& t, const std::vector<int64_t>& want,
                 const char* what) {
   Require(t.shape == want, "{}: tensor '{}' has shape {}, expected {} ({})", f.path(), t.name,
@@ -114,13 +128,7 @@ ParityReport RunParity(const ParityOptions& o) {
       const float* a = logits.data() + i * V;
       const float* r = ref_logits.data() + i * V;
       RowStats& s = rows[i];
-      const int64_t top_ref = LogSoftmax(r, V, lp_ref.data());
-      const int64_t top = LogSoftmax(a, V, lp.data());
-      s.same_top1 = top == top_ref;
-      for (int64_t v = 0; v < V; ++v) {
-        s.kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
-        s.max_abs = std::max(s.max_abs, std::abs(static_cast<double>(a[v]) - r[v]));
-      }
+      CompareRow(a, r, V, lp_ref.data(), lp.data(), s);
       if (labels[i] != kIgnoreLabel) s.ce_ref = -lp_ref[labels[i]];
     }
   }
@@ -250,13 +258,7 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
         const float* x = la.data() + r * V;
         const float* y = lb.data() + r * V;
         RowStats& s = rows[i];
-        const int64_t top_ref = LogSoftmax(y, V, lp_ref.data());
-        const int64_t top = LogSoftmax(x, V, lp.data());
-        s.same_top1 = top == top_ref;
-        for (int64_t v = 0; v < V; ++v) {
-          s.kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
-          s.max_abs = std::max(s.max_abs, std::abs(static_cast<double>(x[v]) - y[v]));
-        }
+        CompareRow(x, y, V, lp_ref.data(), lp.data(), s);
         if (i % T != T - 1) {
           s.ce_ref = -lp_ref[ids[i + 1]];
           ce_a[i] = -lp[ids[i + 1]];
