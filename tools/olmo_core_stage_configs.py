@@ -244,6 +244,16 @@ def stages():
     tiny["dataset"]["mix_base_dir"] = "/olmo-core-test-data"
     tiny["trainer"]["callbacks"]["checkpointer"]["save_interval"] = 3
     yield "tiny-corpus", tiny
+    # The long-context stage's form at the tiny scale, trainable here: YaRN on the full-attention
+    # layer (with_rope_scaling, factor 4 over an original context of 16 tokens, seq_len 64 = 4 x
+    # 16), concatenate-and-chunk data (no packing) and no float8.
+    tiny_lc = copy.deepcopy(tiny)
+    tiny_lc["run_name"] = "tiny-corpus-long-context"
+    tiny_lc["model"] = model(d_model=64, n_layers=4, n_heads=4, hidden=256, window=(32, 32, 32, -1),
+                             yarn={"factor": 4, "beta_fast": 32, "beta_slow": 1,
+                                   "old_context_len": 16})
+    tiny_lc["trainer"]["max_duration"] = duration(3, "steps")
+    yield "tiny-corpus-long-context", tiny_lc
 
 
 def attention_spelling(obj):

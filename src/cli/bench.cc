@@ -5,11 +5,11 @@
 // eps 1e-8, weight decay 0.1 except the embedding); the forward+backward part is also reported on
 // its own. Weights are random (init as training from scratch: N(0, 0.02²) truncated, norms 1),
 // tokens and labels uniform; --warmup untimed steps, then the median of --steps steps.
-// --precision bf16 feeds every matmul bf16 (docs/precision.md); MFU is then taken against the
-// in-process bf16 GEMM rate (the peak of the mode in use), and against the nominal peak of the ISA
-// (FLOP/cycle/core × measured clock × threads) in both modes.
-#include <cblas.h>
-
+// The MFU denominator is the trainer's (ops/cpu/gemm_peak.h: the GEMM the model uses at
+// --peak-size³, fastest of several trials, or the best this machine has recorded for the same key).
+// --precision bf16 feeds every matmul bf16 (docs/precision.md); MFU is then taken against the bf16
+// GEMM's peak (the mode in use), and against the nominal peak of the ISA (FLOP/cycle/core ×
+// measured clock × threads) in both modes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,64 +28,12 @@
 #include "model/model_config.h"
 #include "model/olmo3.h"
 #include "ops/cpu/cpu_bf16_backend.h"
-#include "ops/cpu/gemm.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/gemm_peak.h"
 #include "train/init.h"
 #include "optim/adamw.h"
 
 namespace {
-
-struct PeakGemm {
-  int64_t size = 0;
-  double tiled_gflops = 0;     // replica's deterministic tiled Sgemm (what the model uses)
-  double openblas_gflops = 0;  // OpenBLAS with its own threading, same thread count
-  double bf16_gflops = 0;      // replica's bf16 GEMM (bf16 precision only)
-  replica::Precision precision = replica::Precision::kFp32;
-  double peak() const {
-    return precision == replica::Precision::kBf16 ? bf16_gflops
-                                                  : std::max(tiled_gflops, openblas_gflops);
-  }
-};
-
-// Best of 3 timed runs after one warm-up, of C = A B with n×n×n fp32 matrices (and the bf16 GEMM
-// on the same operands in bf16 precision).
-PeakGemm MeasurePeak(int64_t n, replica::Precision precision) {
-  std::vector<float> a(n * n), b(n * n), c(n * n);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (auto& x : a) x = u(rng);
-  for (auto& x : b) x = u(rng);
-  const double flops = 2.0 * n * n * n;
-  auto best_of_3 = [&](auto&& run) {
-    run();
-    double best = 1e300;
-    for (int i = 0; i < 3; ++i) {
-      auto t0 = replica::Clock::now();
-      run();
-      best = std::min(best, replica::SecondsSince(t0));
-    }
-    return flops / best / 1e9;
-  };
-  PeakGemm p;
-  p.size = n;
-  p.precision = precision;
-  if (precision == replica::Precision::kBf16) {
-    p.bf16_gflops = best_of_3([&] {
-      replica::GemmBf16(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    });
-  }
-  p.tiled_gflops = best_of_3([&] {
-    replica::Sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-  });
-  openblas_set_num_threads(replica::NumThreads());
-  p.openblas_gflops = best_of_3([&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                0.0f, c.data(), n);
-  });
-  replica::UseSingleThreadedBlas();
-  return p;
-}
 
 struct BenchArgs {
   std::string config_path;
@@ -155,13 +103,24 @@ int RunBench(const BenchArgs& a) {
   double timed_total = 0;
   for (double t : times) timed_total += t;
 
-  const PeakGemm peak = MeasurePeak(a.peak_size, compute.precision);
+  // The MFU denominator the trainer uses (ops/cpu/gemm_peak.h): the GEMM of the mode in use,
+  // fastest of several trials, and the best this machine has recorded for the same key. In bf16
+  // the fp32 rate is reported beside it.
+  replica::GemmPeakOptions peak_options;
+  peak_options.n = a.peak_size;
+  peak_options.precision = compute.precision;
+  const replica::GemmPeak peak = replica::MeasureGemmPeak(peak_options);
+  replica::GemmPeak fp32_peak = peak;
+  if (compute.precision != replica::Precision::kFp32) {
+    peak_options.precision = replica::Precision::kFp32;
+    fp32_peak = replica::MeasureGemmPeak(peak_options);
+  }
   const replica::NominalPeak nominal =
       replica::MeasureNominalPeak(compute.isa, compute.precision, replica::NumThreads());
   const double tokens_per_s = static_cast<double>(N) / step;
   const double flops_per_token = config.FlopsPerToken(T);
   const double achieved = flops_per_token * tokens_per_s / 1e9;
-  const double mfu = achieved / peak.peak();
+  const double mfu = achieved * 1e9 / peak.flops_per_s;
   const double mfu_nominal = achieved * 1e9 / nominal.flops_per_s;
 
   if (a.json) {
@@ -170,7 +129,7 @@ int RunBench(const BenchArgs& a) {
     j["tokens_per_s"] = tokens_per_s;
     j["flops_per_token"] = flops_per_token;
     j["achieved_gflops"] = achieved;
-    j["peak_gflops"] = peak.peak();
+    j["peak_gflops"] = peak.flops_per_s / 1e9;
     j["mfu"] = mfu;
     j["mfu_nominal"] = mfu_nominal;
     j["nominal_peak"] = {{"gflops", nominal.flops_per_s / 1e9},
@@ -198,10 +157,14 @@ int RunBench(const BenchArgs& a) {
     j["params"] = config.NumParams();
     j["ce_loss"] = first_loss;  // of the random initial weights (about ln V)
     j["last_ce_loss"] = loss;   // after the steps' AdamW updates on the same batch
-    j["peak_gemm"] = {{"size", peak.size},
-                      {"tiled_gflops", peak.tiled_gflops},
-                      {"openblas_gflops", peak.openblas_gflops}};
-    if (compute.precision == replica::Precision::kBf16) j["peak_gemm"]["bf16_gflops"] = peak.bf16_gflops;
+    j["peak_gemm"] = {{"size", peak.n},
+                      {"fp32_gflops", fp32_peak.flops_per_s / 1e9},
+                      {"measured_gflops", peak.measured_flops_per_s / 1e9},
+                      {"median_trial_gflops", peak.median_trial_flops_per_s / 1e9},
+                      {"cached_gflops", peak.cached_flops_per_s / 1e9},
+                      {"cache", peak.cache_path}};
+    if (compute.precision == replica::Precision::kBf16)
+      j["peak_gemm"]["bf16_gflops"] = peak.flops_per_s / 1e9;
     j["model_config"] = a.config_path;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -215,11 +178,11 @@ int RunBench(const BenchArgs& a) {
     std::printf("  tokens/s            %.1f\n", tokens_per_s);
     std::printf("  FLOPs/token         %.4g\n", flops_per_token);
     std::printf("  achieved            %.2f GFLOP/s\n", achieved);
-    std::printf("  peak fp32 GEMM      %.2f GFLOP/s (%ld^3; tiled %.2f, OpenBLAS %.2f)\n",
-                std::max(peak.tiled_gflops, peak.openblas_gflops), static_cast<long>(peak.size),
-                peak.tiled_gflops, peak.openblas_gflops);
+    std::printf("  peak fp32 GEMM      %s (%ld^3)\n", fp32_peak.Describe().c_str(),
+                static_cast<long>(fp32_peak.n));
     if (compute.precision == replica::Precision::kBf16)
-      std::printf("  peak bf16 GEMM      %.2f GFLOP/s (%s)\n", peak.bf16_gflops,
+      std::printf("  peak bf16 GEMM      %s (%ld^3, %s)\n", peak.Describe().c_str(),
+                  static_cast<long>(peak.n),
                   replica::Bf16GemmRouteName(replica::ActiveBf16GemmRoute()));
     std::printf("  MFU                 %.3f (of the %s GEMM peak)\n", mfu,
                 replica::PrecisionName(compute.precision));

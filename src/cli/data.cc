@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
@@ -312,6 +313,25 @@ int RunBatch(BatchArgs a) {
   return 0;
 }
 
+// --seed S and --global-batch I, the inputs of the loader's global order, as `data order` and
+// `data batch` (with --data-paths) take them; `when` prefixes the descriptions. Returns both
+// options for the subcommand's own requirements.
+std::pair<CLI::Option*, CLI::Option*> AddOrderOptions(CLI::App& cmd, uint64_t& seed,
+                                                      uint64_t& global_batch,
+                                                      const std::string& when) {
+  return {cmd.add_option("--seed", seed, when + "data loader seed S"),
+          cmd.add_option("--global-batch", global_batch, when + "instances per global batch I")};
+}
+
+// --seq-len and --dtype, how token files are cut into instances, as `data info` and `data batch`
+// (with --data-paths) take them.
+std::pair<CLI::Option*, CLI::Option*> AddTokenFileOptions(CLI::App& cmd, int64_t& seq_len,
+                                                          std::string& dtype,
+                                                          const std::string& when) {
+  return {cmd.add_option("--seq-len", seq_len, when + "tokens per instance"),
+          cmd.add_option("--dtype", dtype, when + "uint32 (default) or uint16")};
+}
+
 CommandRegistration reg(
     "data", "data pipeline: instance order and token-file datasets", [](CLI::App& app) -> RunFn {
       app.require_subcommand(1);
@@ -321,15 +341,13 @@ CommandRegistration reg(
       order->add_option("--instances", oa->instances, "number of instances N (1..2^32-2)")
           ->required()
           ->check(CLI::NonNegativeNumber);
-      order->add_option("--seed", oa->seed, "data seed S")
-          ->required()
-          ->check(CLI::NonNegativeNumber);
+      const auto [seed, global_batch] = AddOrderOptions(*order, oa->seed, oa->global_batch, "");
+      seed->required()->check(CLI::NonNegativeNumber);
+      global_batch->description(global_batch->get_description() + " (default 1)")
+          ->check(CLI::PositiveNumber);
       order->add_option("--epoch", oa->epoch,
                         "epoch E, counted from 1 as in OLMo-core (the RNG is seeded with S + E)")
           ->required()
-          ->check(CLI::PositiveNumber);
-      order->add_option("--global-batch", oa->global_batch,
-                        "instances per global batch I (default 1)")
           ->check(CLI::PositiveNumber);
       order->add_option("--world", oa->world, "data-parallel ranks R; must divide I (default 1)")
           ->check(CLI::PositiveNumber);
@@ -340,10 +358,9 @@ CommandRegistration reg(
       auto ia = std::make_shared<InfoArgs>();
       CLI::App* info = app.add_subcommand("info", "instances and fingerprint of token files");
       info->add_option("files", ia->files, "token files, in order")->required();
-      info->add_option("--seq-len", ia->seq_len, "sequence length")
-          ->required()
+      AddTokenFileOptions(*info, ia->seq_len, ia->dtype, "")
+          .first->required()
           ->check(CLI::PositiveNumber);
-      info->add_option("--dtype", ia->dtype, "uint32 (default) or uint16");
       info->add_option("--vocab-size", ia->vocab_size, "ids must be below it (default 100278)")
           ->check(CLI::PositiveNumber);
       info->add_flag("--json", ia->json, "print JSON on stdout");
@@ -360,13 +377,11 @@ CommandRegistration reg(
                         "a run config (YAML) or an OLMo-core config.json naming the data");
       batch->add_option("--set", ba->sets, "override a key of a YAML config (repeatable)");
       AddOlmoCoreOptions(*batch, ba->import);
-      batch->add_option("--seq-len", ba->seq_len, "with --data-paths: tokens per instance");
-      batch->add_option("--seed", ba->seed, "with --data-paths: data loader seed");
-      batch->add_option("--global-batch", ba->global_batch,
-                        "with --data-paths: instances per global batch");
+      const std::string with_paths = "with --data-paths: ";
+      AddTokenFileOptions(*batch, ba->seq_len, ba->dtype, with_paths);
+      AddOrderOptions(*batch, ba->seed, ba->global_batch, with_paths);
       batch->add_option("--global-batch-tokens", ba->global_batch_tokens,
                         "with --data-paths: tokens per global batch (OLMo-core global_batch_size)");
-      batch->add_option("--dtype", ba->dtype, "with --data-paths: uint32 (default) or uint16");
       batch->add_option("--vocab-size", ba->vocab_size,
                         "tokenizer vocab size for the OLMo-core fingerprint (dolma2: 100278)");
       batch->add_option("--eos-id", ba->eos_id, "for the fingerprint (default 100257)");

@@ -1,8 +1,11 @@
 // replica import-config config.json [--out FILE] [--mix-dir DIR | --mix-file FILE]
 //     [--data-paths data_paths.txt] [--path-map PREFIX=DIR ...] [--max-steps N]
+//     [--allow-unsupported]
 // Writes the replica YAML equivalent of an OLMo-core config.json (run/olmo_core_config.h), with
 // the JSON path beside each key. A setting replica cannot reproduce is an error naming its JSON
-// path (exit 2, nothing written). The YAML is checked by loading it before it is written.
+// path (exit 2, nothing written); with --allow-unsupported it is a warning and the YAML's header
+// lists it under "NOT REPRODUCED" (a what-if, as for plan). The YAML is checked by loading it
+// before it is written.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -28,7 +31,13 @@ int RunImport(const ImportArgs& a) {
   Require(!j.is_null(), "{}: not an OLMo-core config (a JSON object with \"_CLASS_\" keys)",
           a.config);
   const OlmoCoreImport im = ImportOlmoCoreConfig(j, a.config, a.import);
-  RequireNoRefusals(im, a.config);
+  if (a.import.allow_unsupported) {
+    for (const ImportNote& n : im.refused)
+      std::fprintf(stderr, "replica: warning: %s: %s: NOT reproduced: %s\n", a.config.c_str(),
+                   n.json_path.c_str(), n.reason.c_str());
+  } else {
+    RequireNoRefusals(im, a.config);
+  }
   Require(!im.needs_max_steps,
           "{}: the run stops after a number of epochs but the dataset is not available to count "
           "its batches: map the data (--mix-dir, --data-paths, --path-map) or give --max-steps N",
@@ -64,6 +73,9 @@ CommandRegistration reg(
                      "train.max_steps when the config stops after epochs of data not available "
                      "here")
           ->check(CLI::PositiveNumber);
+      app.add_flag("--allow-unsupported", a->import.allow_unsupported,
+                   "write the YAML even when settings cannot be reproduced (listed in its header "
+                   "as NOT REPRODUCED, and on stderr)");
       app.add_flag("--quiet", a->quiet, "no summary on stderr");
       return [a] { return RunImport(*a); };
     });

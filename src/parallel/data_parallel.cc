@@ -14,8 +14,6 @@ namespace replica::parallel {
 
 namespace {
 
-double Now() { return SecondsSince(Clock::time_point()); }
-
 // Zero1AdamW whose Step wall time is added to `seconds`.
 class TimedZero1 final : public Optimizer {
  public:
@@ -23,9 +21,9 @@ class TimedZero1 final : public Optimizer {
              const Backend& backend, double& seconds)
       : zero_(layout, config, comm, backend), seconds_(seconds) {}
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override {
-    const double t0 = Now();
+    const auto t0 = Clock::now();
     zero_.Step(params, grads, lr, clip_coef);
-    seconds_ += Now() - t0;
+    seconds_ += SecondsSince(t0);
   }
   const OptimizerState* SaveState() override { return zero_.SaveState(); }
   void LoadState(OptimizerState state) override { zero_.LoadState(std::move(state)); }
@@ -68,13 +66,13 @@ double DataParallel::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars
   Require(plan_.has_value(), "data parallel: ReduceGradients before MakeOptimizer fixed the shards");
   Require(grads.size() == plan_->total(), "data parallel: gradient buffer has {} floats, expected {}",
           grads.size(), plan_->total());
-  const double t0 = Now();
+  const auto t0 = Clock::now();
   std::vector<double> v(scalars.begin(), scalars.end());
   TreeAllReduce(comm_, v);
   for (size_t i = 0; i < v.size(); ++i) scalars[i] = v[i];
   TreeReduceScatter(comm_, grads.data(), *plan_, backend);
   const double norm = ShardedGradNorm(comm_, grads.data(), *plan_, backend);
-  reduce_s_ += Now() - t0;
+  reduce_s_ += SecondsSince(t0);
   ++steps_;
   return norm;
 }

@@ -14,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "run/olmo_core_yarn.h"
 
 namespace replica {
 namespace fs = std::filesystem;
@@ -131,9 +132,15 @@ const std::map<std::string, ClassEntry>& Registry() {
       {"olmo_core.nn.attention.SlidingWindowAttentionConfig", {Role::kSlidingWindow}},
       {"olmo_core.nn.rope.RoPEConfig", {Role::kRope}},
       {"olmo_core.nn.rope.YaRNRoPEScalingConfig", {Role::kRopeScaling}},
-      {"olmo_core.nn.rope.RoPELlamaScalingConfig", {Role::kRopeScaling}},
-      {"olmo_core.nn.rope.ABFRoPEScalingConfig", {Role::kRopeScaling}},
-      {"olmo_core.nn.rope.PIRoPEScalingConfig", {Role::kRopeScaling}},
+      {"olmo_core.nn.rope.RoPELlamaScalingConfig",
+       {Role::kRopeScaling, "", "replica's RoPE is plain or YaRN (no Llama 3.1 scaling)"}},
+      {"olmo_core.nn.rope.StepwiseRoPEScalingConfig",
+       {Role::kRopeScaling, "", "replica's RoPE is plain or YaRN (no Llama 3.1 stepwise scaling)"}},
+      {"olmo_core.nn.rope.ABFRoPEScalingConfig",
+       {Role::kRopeScaling, "",
+        "replica's RoPE is plain or YaRN (absolute base frequency scaling: set rope.theta instead)"}},
+      {"olmo_core.nn.rope.PIRoPEScalingConfig",
+       {Role::kRopeScaling, "", "replica's RoPE is plain or YaRN (no position interpolation)"}},
       {"olmo_core.nn.layer_norm.LayerNormConfig", {Role::kLayerNorm}},
       {"olmo_core.nn.feed_forward.FeedForwardConfig", {Role::kFeedForward}},
       {"olmo_core.nn.lm_head.LMHeadConfig", {Role::kLmHead}},
@@ -260,7 +267,10 @@ struct Block {  // one TransformerBlockConfig, as far as replica's model can exp
   Src<int64_t> n_heads, n_kv_heads, head_dim, ffn_hidden;
   Src<double> norm_eps, qk_norm_eps, rope_theta;
   std::optional<Window> window;
-  std::string rope_scaling_path, rope_scaling_class;  // non-empty: RoPE scaling present
+  bool scaling_present = false;        // rope.scaling given (YaRN or not, accepted or refused)
+  std::optional<OlmoCoreYarn> yarn;    // rope.scaling, when it is an accepted YaRN config
+  std::string yarn_path;               // its JSON path
+  std::set<std::string> yarn_defaults;  // its fields that were absent (dataclass defaults)
   json canonical;  // the block without the RoPE scaling, for comparing overrides
 };
 
@@ -333,6 +343,10 @@ class Obj {
     if (it == j_.end() || it->is_null()) return nullptr;
     return &*it;
   }
+  bool Has(const std::string& key) const {
+    auto it = j_.find(key);
+    return it != j_.end() && !it->is_null();
+  }
   std::optional<int64_t> Int(const std::string& key);
   std::optional<double> Num(const std::string& key);
   std::optional<bool> Bool(const std::string& key);
@@ -377,6 +391,9 @@ class Importer {
   void Model(const json& j, const std::string& path);
   std::optional<Block> ReadBlock(const json& j, const std::string& path);
   void ReadAttention(const json& j, const std::string& path, Block& b);
+  void ReadYarn(const json& j, const std::string& path, Block& b);
+  void MapRopeScaling(const std::vector<int64_t>& windows, const Block& base, int64_t head_dim,
+                      const std::function<void(std::string, std::string, std::string)>& add);
   std::optional<double> ReadLayerNorm(const json& j, const std::string& path);
   void Dataset(const json& j, const std::string& path);
   void Tokenizer(const json& j, const std::string& path);
@@ -588,20 +605,8 @@ void Importer::ReadAttention(const json& j, const std::string& path, Block& b) {
       r.Ignore("full_precision", "replica computes RoPE tables in double and applies them in fp32");
       if (auto t = r.Num("theta")) b.rope_theta.Set(*t, r.At("theta"));
       if (const json* s = r.Take("scaling")) {
-        const std::string sp = r.At("scaling");
-        if (!s->is_object() || !s->contains(kClassKey)) {
-          Dispatch(*s, sp, Role::kRopeScaling);  // refuses with the reason
-        } else {
-          const std::string scls =
-              (*s)[kClassKey].is_string() ? (*s)[kClassKey].get<std::string>() : "";
-          auto it = Registry().find(scls);
-          if (it == Registry().end() || it->second.role != Role::kRopeScaling) {
-            Dispatch(*s, sp, Role::kRopeScaling);
-          } else {
-            b.rope_scaling_path = sp;
-            b.rope_scaling_class = scls;
-          }
-        }
+        b.scaling_present = true;
+        ReadYarn(*s, r.At("scaling"), b);
       }
       r.Finish();
     }
@@ -637,6 +642,56 @@ void Importer::ReadAttention(const json& j, const std::string& path, Block& b) {
     }
   }
   o.Finish();
+}
+
+// rope.scaling: YaRN is read field by field (docs/olmo-core.md); the other scaling classes are
+// refused through the registry.
+void Importer::ReadYarn(const json& j, const std::string& path, Block& b) {
+  const std::string cls = Dispatch(j, path, Role::kRopeScaling);
+  if (cls.empty()) return;
+  Obj o(*this, j, path, cls);
+  OlmoCoreYarn y;  // the dataclass defaults for absent fields
+  const size_t refused_before = out_.refused.size();
+  for (const char* key : {"factor", "beta_fast", "beta_slow", "old_context_len"})
+    if (!o.Has(key)) b.yarn_defaults.insert(key);
+  if (auto v = o.Num("factor")) {
+    y.factor = *v;
+    if (!std::isfinite(*v) || *v < 1.0) {
+      Refuse(o.At("factor"),
+             fmt::format("{}: replica's YaRN needs a factor >= 1 (it stretches the context)", *v));
+    }
+  }
+  for (auto [key, field] : {std::pair{"beta_fast", &y.beta_fast}, {"beta_slow", &y.beta_slow},
+                            {"old_context_len", &y.old_context_len}}) {
+    if (auto v = o.Int(key)) {
+      *field = *v;
+      if (*v <= 0) {
+        Refuse(o.At(key), fmt::format("{}: expected a positive integer (OLMo-core divides by it "
+                                      "or takes its logarithm)",
+                                      *v));
+      }
+    }
+  }
+  // A field of older OLMo-core versions, dropped on load (_IGNORE_FIELDS): the factor is always
+  // get_attention_rescale_factor(). Which value an older version trained with is not guessed.
+  if (auto v = o.Num("attention_rescale_factor")) {
+    const double computed = OlmoCoreYarnAttentionFactor(y);
+    if (*v == computed) {
+      Ignored(o.At("attention_rescale_factor"),
+              "equals 0.1 * ln(factor) + 1, the factor OLMo-core computes (it drops this field "
+              "on load)");
+    } else {
+      Refuse(o.At("attention_rescale_factor"),
+             fmt::format("{} differs from 0.1 * ln(factor) + 1 = {}, which OLMo-core uses (it "
+                         "drops this field on load); the version that trained with it may have "
+                         "used either, so it is refused rather than guessed",
+                         *v, computed));
+    }
+  }
+  o.Finish();
+  if (out_.refused.size() != refused_before) return;  // refused above: nothing is mapped
+  b.yarn = y;
+  b.yarn_path = path;
 }
 
 std::optional<Block> Importer::ReadBlock(const json& j, const std::string& path) {
@@ -1343,6 +1398,97 @@ int64_t RoundHalfEven(double v) {
   return static_cast<int64_t>(r);
 }
 
+// YaRN from rope.scaling (OLMo-core's with_rope_scaling: copies of model.block with the scaling,
+// as model.block_overrides.<layer> for exactly the full-attention layers) -> model.rope_scaling,
+// which replica applies to the full-attention layers (sliding layers keep plain RoPE). Refused,
+// naming the JSON path, unless the scaled layers are exactly the full-attention layers, every
+// scaled layer has the same settings, and OLMo-core's ramp equals transformers' for this head dim.
+void Importer::MapRopeScaling(
+    const std::vector<int64_t>& windows, const Block& base, int64_t head_dim,
+    const std::function<void(std::string, std::string, std::string)>& add) {
+  const int64_t L = static_cast<int64_t>(windows.size());
+  auto block_of = [&](int64_t l) -> const Block& {
+    auto it = r_.overrides.find(l);
+    return it == r_.overrides.end() ? base : it->second;
+  };
+  std::vector<int64_t> scaled;
+  for (int64_t l = 0; l < L; ++l) {
+    const Block& lb = block_of(l);
+    if (lb.scaling_present && !lb.yarn) return;  // refused where it was read
+    if (lb.yarn) scaled.push_back(l);
+  }
+  if (scaled.empty()) return;
+  const Block& first = block_of(scaled.front());
+  for (int64_t l : scaled) {
+    const Block& lb = block_of(l);
+    if (*lb.yarn != *first.yarn) {
+      Refuse(lb.yarn_path,
+             fmt::format("differs from {} (factor {} vs {}, beta_fast {} vs {}, beta_slow {} vs "
+                         "{}, old_context_len {} vs {}): replica's full-attention layers share "
+                         "one RoPE",
+                         first.yarn_path, lb.yarn->factor, first.yarn->factor, lb.yarn->beta_fast,
+                         first.yarn->beta_fast, lb.yarn->beta_slow, first.yarn->beta_slow,
+                         lb.yarn->old_context_len, first.yarn->old_context_len));
+      return;
+    }
+  }
+  std::string full_layers;
+  for (int64_t l = 0; l < L; ++l)
+    if (windows[l] < 0) full_layers += (full_layers.empty() ? "" : ", ") + std::to_string(l);
+  for (int64_t l = 0; l < L; ++l) {
+    const Block& lb = block_of(l);
+    if (lb.yarn && windows[l] >= 0) {
+      Refuse(lb.yarn_path,
+             fmt::format("YaRN on layer {}, a sliding-window layer ({} tokens): replica maps "
+                         "OLMo-core's YaRN onto the full-attention layers only ({}), as "
+                         "with_rope_scaling(full_attn_layers_only=True) puts it",
+                         l, windows[l], full_layers));
+      return;
+    }
+    if (!lb.yarn && windows[l] < 0) {
+      Refuse(fmt::format("model.block_overrides.{}", l),
+             fmt::format("layer {} is a full-attention layer without the YaRN scaling of {}: "
+                         "replica's full-attention layers share one RoPE",
+                         l, first.yarn_path));
+      return;
+    }
+  }
+  const OlmoCoreYarn& y = *first.yarn;
+  const double theta = base.rope_theta.set ? base.rope_theta.value : 500000.0;
+  if (const std::string why = OlmoCoreYarnDiffers(y, theta, head_dim); !why.empty()) {
+    Refuse(first.yarn_path, why);
+    return;
+  }
+
+  // The JSON path of the scaling, e.g. model.block_overrides.{3,7,...}.sequence_mixer.rope.scaling.
+  std::string at = first.yarn_path;
+  const std::string prefix = "model.block_overrides.";
+  if (scaled.size() > 1 && at.rfind(prefix, 0) == 0) {
+    const std::string suffix = at.substr(at.find('.', prefix.size()));
+    std::string layers;
+    bool same_form = true;
+    for (int64_t l : scaled) {
+      layers += (layers.empty() ? "" : ",") + std::to_string(l);
+      same_form = same_form && block_of(l).yarn_path == prefix + std::to_string(l) + suffix;
+    }
+    if (same_form) at = prefix + "{" + layers + "}" + suffix;
+  }
+  auto from = [&](const std::string& field) {
+    return at + "." + field +
+           (first.yarn_defaults.count(field) ? " (absent: YaRNRoPEScalingConfig default)" : "");
+  };
+  const RopeParams p = OlmoCoreYarnRope(y, theta);
+  add("model.rope_scaling.rope_type", "yarn",
+      at + "._CLASS_ (YaRNRoPEScalingConfig; replica scales the full-attention layers)");
+  add("model.rope_scaling.factor", Num(p.factor), from("factor"));
+  add("model.rope_scaling.original_max_position_embeddings",
+      std::to_string(p.original_max_position_embeddings), from("old_context_len"));
+  add("model.rope_scaling.beta_fast", Num(p.beta_fast), from("beta_fast"));
+  add("model.rope_scaling.beta_slow", Num(p.beta_slow), from("beta_slow"));
+  add("model.rope_scaling.attention_factor", Num(p.attention_factor),
+      "0.1 * ln(" + from("factor") + ") + 1 (get_attention_rescale_factor)");
+}
+
 std::string Importer::EmitYaml() {
   std::vector<Line> lines;
   auto add = [&](std::string key, std::string value, std::string from) {
@@ -1366,18 +1512,7 @@ std::string Importer::EmitYaml() {
         Refuse(ob.path,
                "differs from model.block in more than RoPE scaling; replica's layers "
                "share one shape");
-      if (!ob.rope_scaling_class.empty())
-        Refuse(ob.rope_scaling_path,
-               fmt::format("{} on layer {}: importing OLMo-core's RoPE scaling is not implemented "
-                           "(write model.rope_parameters in a replica YAML instead); refused "
-                           "rather than trained without it",
-                           ShortClass(ob.rope_scaling_class), l));
     }
-    if (!b.rope_scaling_class.empty())
-      Refuse(b.rope_scaling_path,
-             fmt::format("{}: importing OLMo-core's RoPE scaling is not implemented (write "
-                         "model.rope_parameters in a replica YAML instead); refused",
-                         ShortClass(b.rope_scaling_class)));
     int64_t window = 0;
     std::string window_from;
     for (int64_t l = 0; l < L; ++l) {
@@ -1401,8 +1536,9 @@ std::string Importer::EmitYaml() {
     add("model.num_key_value_heads",
         std::to_string(b.n_kv_heads.set ? b.n_kv_heads.value : b.n_heads.value),
         b.n_kv_heads.set ? b.n_kv_heads.path : b.n_heads.path + " (n_kv_heads absent: MHA)");
-    add("model.head_dim",
-        std::to_string(b.head_dim.set ? b.head_dim.value : r_.d_model.value / b.n_heads.value),
+    const int64_t head_dim =
+        b.head_dim.set ? b.head_dim.value : r_.d_model.value / std::max<int64_t>(1, b.n_heads.value);
+    add("model.head_dim", std::to_string(head_dim),
         b.head_dim.set ? b.head_dim.path : "d_model / n_heads (head_dim absent)");
     const double eps = b.norm_eps.set ? b.norm_eps.value : 1e-5;
     for (const Src<double>* other :
@@ -1414,6 +1550,7 @@ std::string Importer::EmitYaml() {
     add("model.rms_norm_eps", Num(eps), b.norm_eps.path);
     add("model.rope_theta", Num(b.rope_theta.set ? b.rope_theta.value : 500000.0),
         b.rope_theta.set ? b.rope_theta.path : "RoPEConfig default 500000");
+    MapRopeScaling(windows, b, head_dim, add);
     add("model.sliding_window", window > 0 ? std::to_string(window) : "null", window_from);
     std::string types = "[";
     for (int64_t l = 0; l < L; ++l)

@@ -7,10 +7,12 @@
 //     with its JSON path, never guessed from its keys;
 //   - every field of a known class is mapped to a replica key, ignored with a stated reason (W&B,
 //     compile flags, kernel and parallel-layout choices, ...), or refused with its JSON path (a
-//     feature replica lacks: float8, document packing, RoPE scaling, ...); an unknown field of a
-//     known class is refused too;
+//     feature replica lacks: float8, document packing, RoPE scaling other than YaRN on exactly the
+//     full-attention layers, ...); an unknown field of a known class is refused too;
 //   - both spellings of the attention block are read: block.sequence_mixer (OLMo-core since
-//     2026-01) and block.attention (before), and per-layer model.block_overrides.<layer>;
+//     2026-01) and block.attention (before), and per-layer model.block_overrides.<layer>: the
+//     long-context stage's YaRNRoPEScalingConfig there becomes model.rope_scaling (transformers'
+//     yarn on the full-attention layers, run/olmo_core_yarn.h);
 //   - the result is replica YAML with the JSON path beside each key (as a comment), which
 //     RunConfig::FromYaml reads: a run started from config.json and one started from the imported
 //     YAML are the same config (same Canonical(), same trajectory);

@@ -24,6 +24,17 @@ bool NonFiniteGuard::Observe(int64_t step, double loss, double grad_norm) {
   return false;
 }
 
+void NonFiniteGuard::Restore(int64_t total, int64_t consecutive, int64_t first_step) {
+  Require(consecutive >= 0 && consecutive <= total && consecutive < kMaxConsecutive &&
+              (consecutive == 0 || first_step > 0),
+          "non-finite step counts: total {}, consecutive {} from step {} are inconsistent", total,
+          consecutive, first_step);
+  total_ = total;
+  consecutive_ = consecutive;
+  first_step_ = consecutive > 0 ? first_step : 0;
+  last_step_ = consecutive > 0 ? first_step + consecutive - 1 : 0;
+}
+
 void NonFiniteGuard::StopIfDiverged() const {
   if (consecutive_ < kMaxConsecutive) return;
   Fail("training diverged: steps {} to {} ({} in a row) had a non-finite loss or gradient norm "

@@ -7,7 +7,8 @@
 //    writes another checkpoint, naming the step and the values, so a diverged run never spends
 //    its remaining steps producing nothing or leaves NaN checkpoints behind.
 // The rule is a pure function of the sequence of (loss, grad norm), so every data-parallel rank
-// (which sees the same reduced values) decides the same.
+// (which sees the same reduced values) decides the same; its counts are part of the trainer state
+// a checkpoint keeps (Restore), so a resumed run decides as an uninterrupted one.
 #pragma once
 #include <cstdint>
 
@@ -27,6 +28,10 @@ class NonFiniteGuard {
 
   int64_t consecutive() const { return consecutive_; }
   int64_t total() const { return total_; }
+  int64_t first_step() const { return consecutive_ > 0 ? first_step_ : 0; }
+  // Continues the counts a checkpoint saved (TrainState non_finite), so a resumed run stops at
+  // the same step as an uninterrupted one. Error when they are inconsistent.
+  void Restore(int64_t total, int64_t consecutive, int64_t first_step);
 
  private:
   int64_t consecutive_ = 0, total_ = 0;

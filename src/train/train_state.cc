@@ -74,6 +74,10 @@ nlohmann::json TrainState::ToJson() const {
       {"adam_step", adam_step},
       {"precision", precision},
       {"isa", isa},
+      {"non_finite",
+       {{"total", non_finite_total},
+        {"consecutive", non_finite_consecutive},
+        {"first_step", non_finite_first_step}}},
   };
 }
 
@@ -103,6 +107,18 @@ TrainState TrainState::FromJson(const nlohmann::json& j, const std::string& sour
     if (!j.contains(key)) continue;
     Require(j[key].is_string(), "{}: field '{}' must be a string", source, key);
     *field = j[key].get<std::string>();
+  }
+  if (j.contains("non_finite")) {
+    const auto& nf = j["non_finite"];
+    const std::string within = source + ": field 'non_finite'";
+    Require(nf.is_object(), "{}: expected an object, got {}", within, nf.dump());
+    s.non_finite_total = IntField(nf, "total", within);
+    s.non_finite_consecutive = IntField(nf, "consecutive", within);
+    s.non_finite_first_step = IntField(nf, "first_step", within);
+    Require(s.non_finite_consecutive >= 0 && s.non_finite_consecutive <= s.non_finite_total &&
+                s.non_finite_total <= s.step && s.non_finite_first_step >= 0 &&
+                s.non_finite_first_step <= s.step,
+            "{}: field 'non_finite': inconsistent counts {}", source, nf.dump());
   }
   Require(s.step >= 0 && s.tokens >= 0 && s.adam_step >= 0,
           "{}: negative step, tokens or adam_step", source);

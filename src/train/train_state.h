@@ -8,8 +8,11 @@
 //    "rng": {"init_seed": S, "draws_after_init": 0},         training draws no random numbers
 //    "config_hash", "trajectory_hash",       RunConfig::Hash() / TrajectoryHash()
 //    "world_size", "micro_batch_instances", "adam_step",
-//    "precision", "isa"}                     compute settings the state was trained in (absent
+//    "precision", "isa",                     compute settings the state was trained in (absent
 //                                            in older checkpoints: read as fp32, "")
+//    "non_finite": {"total", "consecutive", "first_step"}}   NonFiniteGuard's count: steps not
+//                                            applied so far, the current run of them in a row
+//                                            and its first step (absent in older checkpoints: 0)
 // Doubles are written with round-trip precision; non-finite history values as "NaN"/"Infinity".
 #pragma once
 #include <nlohmann/json.hpp>
@@ -32,6 +35,9 @@ struct TrainState {
   int64_t adam_step = 0;
   std::string precision = "fp32";  // compute.precision of the run that wrote it
   std::string isa;                 // the ISA it ran on ("" when unknown)
+  int64_t non_finite_total = 0;        // steps whose update was not applied (non-finite)
+  int64_t non_finite_consecutive = 0;  // of them, the run in a row ending at `step`
+  int64_t non_finite_first_step = 0;   // first step of that run (0 when there is none)
 
   nlohmann::json ToJson() const;
   // Error naming `source` and the missing or mistyped field.

@@ -58,6 +58,9 @@ struct TrainSummary {
   int64_t start_step = 0, end_step = 0;  // steps run: (start_step, end_step]
   std::string resumed_from;              // checkpoint dir, "" for a fresh start
   int64_t skipped_steps = 0;
+  // Updates not applied for a non-finite loss or gradient norm, over the whole run: a resumed run
+  // continues its checkpoint's count.
+  int64_t non_finite_steps = 0;
   double first_loss = 0, last_loss = 0;  // of this process's first and last step
   double wall_s = 0, mean_tokens_per_s = 0, mean_mfu = 0, peak_flops = 0;
   std::string last_checkpoint;

@@ -22,6 +22,26 @@ echo "$out" | jq -e '((.achieved_gflops / .peak_gflops / .mfu) - 1 | fabs) < 1e-
 # Random weights: the first-step loss is close to ln(V) = ln(384) = 5.95.
 echo "$out" | jq -e '(.ce_loss - 5.95 | fabs) < 0.1' >/dev/null || fail "ce_loss far from ln V"
 
+# The MFU denominator is the trainer's (ops/cpu/gemm_peak.h): the fastest of this process's trials,
+# or a higher rate recorded for the same key in the peak cache, which the bench reads and fills.
+tmpd=$(mktemp -d); trap 'rm -rf "$tmpd"' EXIT
+export REPLICA_GEMM_PEAK_CACHE=$tmpd/gemm-peak.json
+one=$("$BIN" bench --model-config "$CFG" --batch 1 --seq 8 --steps 1 --threads 2 --peak-size 128 --json) \
+  || fail "bench with a peak cache"
+echo "$one" | jq -e '.peak_gemm.size == 128 and .peak_gemm.measured_gflops > 0 and
+  .peak_gemm.median_trial_gflops > 0 and .peak_gflops >= .peak_gemm.measured_gflops and
+  .peak_gemm.fp32_gflops == .peak_gflops' >/dev/null || fail "peak_gemm fields: $one"
+jq -e 'keys | any(contains("n 128"))' "$REPLICA_GEMM_PEAK_CACHE" >/dev/null \
+  || fail "no cache entry written"
+# A cached rate far above anything measured here is the denominator of the next run.
+jq 'map_values(.flops_per_s = 1e15)' "$REPLICA_GEMM_PEAK_CACHE" > "$tmpd/high.json" &&
+  mv "$tmpd/high.json" "$REPLICA_GEMM_PEAK_CACHE"
+two=$("$BIN" bench --model-config "$CFG" --batch 1 --seq 8 --steps 1 --threads 2 --peak-size 128 --json) \
+  || fail "bench with a high cached peak"
+echo "$two" | jq -e '.peak_gemm.cached_gflops > 1e5 and .peak_gflops == .peak_gemm.cached_gflops' \
+  >/dev/null || fail "the cached peak is not the denominator: $(echo "$two" | jq -c .peak_gemm)"
+unset REPLICA_GEMM_PEAK_CACHE
+
 # Human-readable output.
 "$BIN" bench --model-config "$CFG" --batch 1 --seq 8 --steps 1 --peak-size 64 | grep -q MFU || fail "text output"
 

@@ -20,6 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=2
 FAIL() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/lib.sh"  # arith_tokens
 
 # --- parity ---
 check_parity() {  # check_parity <case-dir> <max bf16 kl_mean> <min bf16 top-1>
@@ -84,15 +85,7 @@ assert j["nominal_peak"]["clock_ghz"] > 0.2, j
 PY
 
 # --- training: determinism, device switch ---
-python3 - "$tmp/tokens.npy" <<'PY'
-import array, random, sys
-rng = random.Random(0)
-toks = []
-for d in range(300):
-    start, n, step = rng.randrange(200), rng.randrange(20, 120), rng.choice([1, 2, 3])
-    toks += [(start + i * step) % 250 for i in range(n)] + [255]
-array.array('I', toks).tofile(open(sys.argv[1], 'wb'))
-PY
+arith_tokens "$tmp/tokens.npy" 0 300
 cat > "$tmp/tiny.yaml" <<'YAML'
 model:
   vocab_size: 256

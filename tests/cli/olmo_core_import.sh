@@ -51,17 +51,30 @@ done
 check "pretrain-2 without the data or --set train.max_steps exits 2 naming trainer.hard_stop (rc $rc)" \
   '[ $rc -eq 2 ] && grep -q "epochs" "$tmp/p2.err"'
 
-# long-context: refused for training (YaRN, packing, float8), planned with --allow-unsupported.
+# long-context: refused for training (packing, float8), planned with --allow-unsupported; its
+# YaRN on the full-attention layers is mapped to the released HF config's rope_scaling.
 for spelling in sequence_mixer attention; do
   f="$FIX/OLMo-3-1025-7B-long-context.$spelling.json"
   "$BIN" plan "$f" > /dev/null 2> "$tmp/lc.err"; rc=$?
-  check "plan long-context ($spelling) exits 2 naming the YaRN layers (rc $rc)" \
-    '[ $rc -eq 2 ] && grep -q "model.block_overrides.31.$spelling.rope.scaling" "$tmp/lc.err" &&
+  check "plan long-context ($spelling) exits 2 naming packing and float8, not the YaRN (rc $rc)" \
+    '[ $rc -eq 2 ] && ! grep -q "rope.scaling" "$tmp/lc.err" &&
      grep -q "train_module.float8_config.enabled" "$tmp/lc.err" &&
      grep -q "dataset.generate_doc_lengths" "$tmp/lc.err"'
   plan "$tmp/long-context.$spelling.json" "$f" --allow-unsupported; rc=$?
   check "plan long-context --allow-unsupported ($spelling) exits 0 with warnings (rc $rc)" \
     '[ $rc -eq 0 ] && grep -q "NOT reproduced" "$tmp/long-context.$spelling.json.err"'
+  check "plan long-context ($spelling): full layers YaRN as released, sliding layers plain" \
+    'jq -e ".rope.full_attention == {rope_type: \"yarn\", rope_theta: 500000, factor: 8,
+              original_max_position_embeddings: 8192, beta_fast: 32, beta_slow: 1,
+              attention_factor: 1.2079441541679836, truncate: true} and
+            .rope.sliding_attention.rope_type == \"default\" and
+            .rope.sliding_attention.rope_theta == 500000" \
+       "$tmp/long-context.$spelling.json" > /dev/null'
+  "$BIN" import-config "$f" --out "$tmp/lc.$spelling.yaml" --allow-unsupported \
+    > /dev/null 2>&1; rc=$?
+  check "import-config long-context ($spelling): rope_scaling with the JSON paths (rc $rc)" \
+    '[ $rc -eq 0 ] && grep -q "attention_factor: 1.2079441541679836 .*# 0.1 \* ln(model.block_overrides.{3,7,11,15,19,23,27,31}.$spelling.rope.scaling.factor) + 1" "$tmp/lc.$spelling.yaml" &&
+     grep -q "original_max_position_embeddings: 8192 .*# model.block_overrides.{3,7,11,15,19,23,27,31}.$spelling.rope.scaling.old_context_len" "$tmp/lc.$spelling.yaml"'
 done
 check "long-context: both spellings plan alike" \
   'same_plan "$tmp/long-context.sequence_mixer.json" "$tmp/long-context.attention.json"'
@@ -172,6 +185,24 @@ check "train from the imported YAML exits 0 (rc $rc: $(tail -c 600 "$tmp/runB.er
 "$BIN" compare "$tmp/runA" "$tmp/runB" > "$tmp/compare.txt"; rc=$?
 check "the two runs are bit-identical (replica compare rc $rc)" '[ $rc -eq 0 ]'
 check "6 steps were trained" '[ "$(grep -c "\"loss\"" "$tmp/runA/metrics.jsonl")" -ge 6 ]'
+# The long-context form (YaRN on the full-attention layer) trains from config.json as from its YAML.
+TINY_LC="$FIX/tiny-corpus-long-context.sequence_mixer.json"
+"$BIN" import-config "$TINY_LC" "${MAP[@]}" --out "$tmp/tiny-lc.yaml" 2> /dev/null; rc=$?
+check "import-config tiny long-context: YaRN from block_overrides.3 (rc $rc)" \
+  '[ $rc -eq 0 ] && grep -q "factor: 4 .*# model.block_overrides.3.sequence_mixer.rope.scaling.factor" "$tmp/tiny-lc.yaml" &&
+   grep -q "original_max_position_embeddings: 16 .*old_context_len" "$tmp/tiny-lc.yaml"'
+"$BIN" train "$TINY_LC" "${MAP[@]}" --set train.threads=2 --run-dir "$tmp/runL1" --quiet \
+  > /dev/null 2> "$tmp/runL1.err"; rc=$?
+check "train tiny long-context from config.json exits 0 (rc $rc: $(tail -c 600 "$tmp/runL1.err"))" '[ $rc -eq 0 ]'
+( cd / && "$BIN" train "$tmp/tiny-lc.yaml" --set train.threads=2 --run-dir "$tmp/runL2" --quiet \
+  > /dev/null 2>&1 ); rc=$?
+"$BIN" compare "$tmp/runL1" "$tmp/runL2" > /dev/null; rc2=$?
+check "tiny long-context: config.json and YAML runs bit-identical (train rc $rc, compare rc $rc2)" \
+  '[ $rc -eq 0 ] && [ $rc2 -eq 0 ]'
+check "tiny long-context trains with YaRN: its config says so, its first loss is not tiny-corpus's" \
+  'grep -q "rope_scaling.*yarn" "$tmp/runL1/config.yaml" &&
+   [ "$(jq -s "map(select(.step == 1 and .loss))[0].loss" "$tmp/runL1/metrics.jsonl")" != \
+     "$(jq -s "map(select(.step == 1 and .loss))[0].loss" "$tmp/runA/metrics.jsonl")" ]'
 "$BIN" train "$TINY" --run-dir "$tmp/runC" > /dev/null 2> "$tmp/runC.err"; rc=$?
 check "train without the mix mapped exits 2 naming dataset.mix (rc $rc)" \
   '[ $rc -eq 2 ] && grep -q "dataset.mix" "$tmp/runC.err" && [ ! -e "$tmp/runC/metrics.jsonl" ]'

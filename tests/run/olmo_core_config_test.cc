@@ -5,11 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "ops/cpu/rope_params.h"
+#include "run/olmo_core_yarn.h"
 #include "run/run_config.h"
 #include "testing/util.h"
 
@@ -94,24 +99,181 @@ TEST(OlmoCoreImport, Pretrain2AndMidtrainArePresets) {
   }
 }
 
+// Data packing, intra-document masking and float8 are refused; the YaRN is mapped (below).
 TEST(OlmoCoreImport, LongContextRefusalsNameTheirPaths) {
   for (const char* spelling : {"sequence_mixer", "attention"}) {
     const OlmoCoreImport im = ImportOlmoCoreConfig(Stage("long-context", spelling), "lc", {});
-    const std::string mixer = spelling;
-    for (int layer = 3; layer < 32; layer += 4)
-      EXPECT_TRUE(Has(im.refused, "model.block_overrides." + std::to_string(layer) + "." + mixer +
-                                      ".rope.scaling"))
-          << layer;
     EXPECT_TRUE(Has(im.refused, "dataset")) << testing::PrintToString(Paths(im.refused));
     EXPECT_TRUE(Has(im.refused, "dataset.generate_doc_lengths"));
     EXPECT_TRUE(Has(im.refused, "train_module.float8_config.enabled"));
     EXPECT_TRUE(Has(im.ignored, "train_module.cp_config"));
-    EXPECT_EQ(im.refused.size(), 11u) << testing::PrintToString(Paths(im.refused));
-    EXPECT_NE(test::ErrorOf([&] {
-                RequireNoRefusals(im, "lc.json");
-              }).find("model.block_overrides.31." + mixer + ".rope.scaling"),
-              std::string::npos);
+    EXPECT_EQ(im.refused.size(), 3u) << testing::PrintToString(Paths(im.refused));
+    const std::string err = test::ErrorOf([&] { RequireNoRefusals(im, "lc.json"); });
+    EXPECT_NE(err.find("train_module.float8_config.enabled"), std::string::npos) << err;
+    EXPECT_EQ(err.find("rope.scaling"), std::string::npos) << err;
   }
+}
+
+// The released long-context Olmo 3 7B config.json (transformers' reading of it: ModelConfig).
+ModelConfig ReleasedLongContextModel() {
+  json hf = json::parse(ReadFile(std::string(REPLICA_SOURCE_DIR) + "/configs/olmo3-7b.json"));
+  hf["max_position_embeddings"] = 65536;
+  hf["rope_scaling"] = {{"rope_type", "yarn"},       {"factor", 8.0},
+                        {"original_max_position_embeddings", 8192},
+                        {"beta_fast", 32.0},         {"beta_slow", 1.0},
+                        {"attention_factor", 1.2079441541679836}};
+  return ModelConfig::FromHfJson(hf, "released long-context config.json");
+}
+
+// OLMo-core's YaRNRoPEScalingConfig on block_overrides.{3,7,...,31} is the released model's YaRN
+// on its full-attention layers, in both block spellings, with the JSON path beside each key.
+TEST(OlmoCoreImport, LongContextYarnIsTheReleasedConfigs) {
+  const ModelConfig released = ReleasedLongContextModel();
+  ASSERT_EQ(released.rope_full.type, RopeType::kYarn);
+  for (const char* spelling : {"sequence_mixer", "attention"}) {
+    const OlmoCoreImport im = ImportOlmoCoreConfig(Stage("long-context", spelling), "lc", {});
+    const RunConfig c = FromImport(im);
+    const ModelConfig& m = c.model;
+    EXPECT_TRUE(m.rope_full.SameMath(released.rope_full)) << spelling;
+    EXPECT_TRUE(m.rope_sliding.SameMath(released.rope_sliding)) << spelling;
+    EXPECT_EQ(m.rope_sliding.type, RopeType::kDefault);
+    EXPECT_EQ(m.rope_full.attention_factor, 1.2079441541679836);  // 0.1 ln 8 + 1, bit for bit
+    EXPECT_EQ(m.rope_full.factor, 8.0);
+    EXPECT_EQ(m.rope_full.original_max_position_embeddings, 8192);
+    EXPECT_EQ(m.rope_full.beta_fast, 32.0);
+    EXPECT_EQ(m.rope_full.beta_slow, 1.0);
+    EXPECT_TRUE(m.rope_full.truncate);
+    EXPECT_EQ(m.max_position_embeddings, 65536);
+    ASSERT_EQ(m.num_layers, 32);
+    for (int64_t l = 0; l < 32; ++l) {
+      EXPECT_EQ(m.layer_types[l] == AttentionType::kFull, l % 4 == 3) << l;
+      EXPECT_TRUE(m.RopeFor(l).SameMath(released.RopeFor(l))) << l;
+      EXPECT_EQ(RopeInvFreq(m.RopeFor(l), m.head_dim), RopeInvFreq(released.RopeFor(l), 128)) << l;
+    }
+    // Everything else is the midtrain model (the stage it continues from).
+    ModelConfig plain = m;
+    plain.rope_full = plain.rope_sliding;
+    plain.rope_spelling = RopeSpelling::kLegacy;
+    plain.max_position_embeddings = 8192;
+    EXPECT_EQ(plain.ToHfJson(), FromImport(ImportOlmoCoreConfig(Stage("midtrain"), "mt", {}))
+                                    .model.ToHfJson());
+    const std::string at = std::string("model.block_overrides.{3,7,11,15,19,23,27,31}.") +
+                           spelling + ".rope.scaling";
+    for (const std::string& line :
+         {"factor: 8", "original_max_position_embeddings: 8192", "beta_fast: 32", "beta_slow: 1",
+          "attention_factor: 1.2079441541679836"}) {
+      const size_t pos = im.yaml.find("    " + line);
+      ASSERT_NE(pos, std::string::npos) << line << "\n" << im.yaml;
+      const std::string rest = im.yaml.substr(pos, im.yaml.find('\n', pos) - pos);
+      EXPECT_NE(rest.find(at + "."), std::string::npos) << rest;
+    }
+    EXPECT_NE(im.yaml.find("old_context_len"), std::string::npos);
+  }
+}
+
+// OLMo-core's ramp (compute_scaled_inv_freq, written out here in double) is transformers' for the
+// 7B's head dim, and the importer refuses where they part (high clamped at d/2 - 1 vs d - 1).
+TEST(OlmoCoreImport, OlmoCoreYarnRampIsTransformersRamp) {
+  auto olmo_core_inv_freq = [](const OlmoCoreYarn& y, double theta, int64_t d) {
+    const double pi = 3.141592653589793238462643383279502884;
+    auto dim_from_rot = [&](double n) {
+      return d * std::log(y.old_context_len / (n * 2.0 * pi)) / (2.0 * std::log(theta));
+    };
+    const int64_t half = d / 2;
+    const double low = std::max(std::floor(dim_from_rot(y.beta_fast)), 0.0);
+    const double high = std::min(std::ceil(dim_from_rot(y.beta_slow)), double(half - 1));
+    const double span = std::max(high - low, 1e-3);
+    std::vector<double> out;
+    for (int64_t j = 0; j < half; ++j) {
+      const double base = 1.0 / std::pow(theta, double(2 * j) / double(d));
+      const double ramp = std::clamp((j - low) / span, 0.0, 1.0);
+      out.push_back(base / y.factor * ramp + base * (1.0 - ramp));
+    }
+    return out;
+  };
+  const OlmoCoreYarn released{8.0, 32, 1, 8192};
+  EXPECT_EQ(OlmoCoreYarnDiffers(released, 500000.0, 128), "");
+  EXPECT_EQ(RopeInvFreq(OlmoCoreYarnRope(released, 500000.0), 128),
+            olmo_core_inv_freq(released, 500000.0, 128));
+  EXPECT_EQ(OlmoCoreYarnAttentionFactor(released), 1.2079441541679836);
+  // A context so long that ceil(dim(beta_slow)) = 66 > 63: OLMo-core clamps, transformers not.
+  const OlmoCoreYarn huge{8.0, 32, 1, 4000000};
+  EXPECT_NE(OlmoCoreYarnDiffers(huge, 500000.0, 128), "");
+  EXPECT_NE(RopeInvFreq(OlmoCoreYarnRope(huge, 500000.0), 128),
+            olmo_core_inv_freq(huge, 500000.0, 128));
+}
+
+TEST(OlmoCoreImport, YarnThatReplicaCannotExpressIsRefusedByPath) {
+  const std::string o = "model.block_overrides.";
+  const std::string sc = ".sequence_mixer.rope.scaling";
+  struct Case {
+    std::function<void(json&)> edit;
+    std::string path, text;
+  };
+  auto scaling = [](json& j, int layer) -> json& {
+    return j["model"]["block_overrides"][std::to_string(layer)]["sequence_mixer"]["rope"]
+            ["scaling"];
+  };
+  const std::vector<Case> cases = {
+      // a sliding-window layer scaled too
+      {[](json& j) { j["model"]["block_overrides"]["2"] = j["model"]["block_overrides"]["3"]; },
+       o + "2" + sc, "sliding-window layer"},
+      // a full-attention layer left out
+      {[](json& j) { j["model"]["block_overrides"].erase("31"); }, o + "31",
+       "full-attention layer without"},
+      // overrides that disagree
+      {[&](json& j) { scaling(j, 7)["factor"] = 4; }, o + "7" + sc, "differs from"},
+      {[&](json& j) { scaling(j, 11)["beta_fast"] = 16; }, o + "11" + sc, "differs from"},
+      // fields replica cannot take
+      {[&](json& j) { scaling(j, 3)["mscale"] = 1.0; }, o + "3" + sc + ".mscale", "unknown field"},
+      {[&](json& j) { scaling(j, 3)["factor"] = 0.5; }, o + "3" + sc + ".factor", ">= 1"},
+      {[&](json& j) { scaling(j, 3)["beta_slow"] = 0; }, o + "3" + sc + ".beta_slow", "positive"},
+      {[&](json& j) { scaling(j, 3)["attention_rescale_factor"] = 1.0; },
+       o + "3" + sc + ".attention_rescale_factor", "differs from 0.1 * ln(factor) + 1"},
+      // other scaling classes
+      {[&](json& j) { scaling(j, 3)["_CLASS_"] = "olmo_core.nn.rope.PIRoPEScalingConfig"; },
+       o + "3" + sc, "plain or YaRN"},
+      {[&](json& j) { scaling(j, 3)["_CLASS_"] = "my_lab.rope.Scaling"; },
+       o + "3" + sc + "._CLASS_", "unknown class"},
+      // where OLMo-core's ramp is not transformers'
+      {[&](json& j) {
+         for (int l = 3; l < 32; l += 4) scaling(j, l)["old_context_len"] = 4000000;
+       },
+       o + "3" + sc, "head_dim/2 - 1"},
+      // YaRN on every layer (with_rope_scaling(full_attn_layers_only=False))
+      {[](json& j) {
+         j["model"]["block"]["sequence_mixer"]["rope"]["scaling"] =
+             j["model"]["block_overrides"]["3"]["sequence_mixer"]["rope"]["scaling"];
+         j["model"].erase("block_overrides");
+       },
+       "model.block" + sc, "sliding-window layer"},
+  };
+  for (const Case& c : cases) {
+    json j = Stage("long-context");
+    c.edit(j);
+    const OlmoCoreImport im = ImportOlmoCoreConfig(j, "edited", {});
+    bool found = false;
+    for (const ImportNote& n : im.refused)
+      if (n.json_path == c.path) {
+        found = true;
+        EXPECT_NE(n.reason.find(c.text), std::string::npos) << c.path << ": " << n.reason;
+      }
+    EXPECT_TRUE(found) << c.path << " not in " << testing::PrintToString(Paths(im.refused));
+    EXPECT_EQ(im.yaml.find("  rope_scaling:\n"), std::string::npos) << c.path;
+  }
+  // The field older OLMo-core versions wrote, with the value OLMo-core computes: ignored.
+  json j = Stage("long-context");
+  for (int l = 3; l < 32; l += 4) scaling(j, l)["attention_rescale_factor"] = 1.2079441541679836;
+  const OlmoCoreImport im = ImportOlmoCoreConfig(j, "edited", {});
+  EXPECT_TRUE(Has(im.ignored, o + "3" + sc + ".attention_rescale_factor"));
+  EXPECT_EQ(im.refused.size(), 3u) << testing::PrintToString(Paths(im.refused));
+  // Absent fields take YaRNRoPEScalingConfig's defaults (8, 32, 1, 8192), and say so.
+  json d = Stage("long-context");
+  for (int l = 3; l < 32; l += 4)
+    scaling(d, l) = {{"_CLASS_", "olmo_core.nn.rope.YaRNRoPEScalingConfig"}};
+  const OlmoCoreImport dim = ImportOlmoCoreConfig(d, "defaults", {});
+  EXPECT_TRUE(FromImport(dim).model.rope_full.SameMath(ReleasedLongContextModel().rope_full));
+  EXPECT_NE(dim.yaml.find("YaRNRoPEScalingConfig default"), std::string::npos);
 }
 
 TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {

@@ -11,29 +11,8 @@
 namespace replica {
 namespace {
 
-const std::string kConfigs = std::string(REPLICA_SOURCE_DIR) + "/configs/";
-
-const char* kTiny = R"(
-model:
-  vocab_size: 256
-  hidden_size: 64
-  intermediate_size: 128
-  num_hidden_layers: 4
-  num_attention_heads: 4
-  rms_norm_eps: 1.0e-6
-  rope_theta: 500000
-  sliding_window: 8
-data:
-  paths: [tokens/a.npy, "tokens/*.npy"]
-  seq_len: 32
-train:
-  max_steps: 10
-  global_batch_instances: 4
-  micro_batch_instances: 2
-optim:
-  lr: 1.0e-3
-  schedule: {type: cosine, warmup: 2}
-)";
+const std::string kConfigs = test::ConfigsDir();
+const char* const kTiny = test::kTinyRunConfig;
 
 using replica::test::ErrorOf;
 

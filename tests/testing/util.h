@@ -1,6 +1,7 @@
-// Helpers every test folder shares: the message of the Error a call throws, and a scratch directory
+// Helpers every test folder shares: the message of the Error a call throws, a scratch directory
 // that is unique per process and removed at scope exit (ctest -j runs cases of one binary in
-// parallel processes, so a fixed name would be shared).
+// parallel processes, so a fixed name would be shared), the source tree's preset configs and a
+// tiny run config for tests of the config keys.
 #pragma once
 #include <stdlib.h>
 #include <unistd.h>
@@ -48,5 +49,33 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The source tree's configs/ folder (the presets), with a trailing slash.
+inline std::string ConfigsDir() { return std::string(REPLICA_SOURCE_DIR) + "/configs/"; }
+
+// A tiny run config (4 layers, hidden 64, vocab 256, window 8; 10 steps of 4 instances of 32
+// tokens in micro-batches of 2; cosine with 2 warm-up steps) for tests that edit or --set its keys.
+// Its data paths are relative and need not exist (nothing opens them).
+inline constexpr const char* kTinyRunConfig = R"(
+model:
+  vocab_size: 256
+  hidden_size: 64
+  intermediate_size: 128
+  num_hidden_layers: 4
+  num_attention_heads: 4
+  rms_norm_eps: 1.0e-6
+  rope_theta: 500000
+  sliding_window: 8
+data:
+  paths: [tokens/a.npy, "tokens/*.npy"]
+  seq_len: 32
+train:
+  max_steps: 10
+  global_batch_instances: 4
+  micro_batch_instances: 2
+optim:
+  lr: 1.0e-3
+  schedule: {type: cosine, warmup: 2}
+)";
 
 }  // namespace replica::test

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "testing/util.h"
 
 namespace replica {
 namespace {
@@ -40,6 +41,47 @@ TEST(NonFiniteGuard, StopsAfterMaxConsecutive) {
               std::string::npos) << m;
     EXPECT_NE(m.find("optim.lr"), std::string::npos) << m;
   }
+}
+
+// A guard restored from the counts a checkpoint keeps decides as the uninterrupted one: it stops
+// at the same step, naming the same first step, and keeps counting the total.
+TEST(NonFiniteGuard, RestoredCountsContinueTheRun) {
+  const auto run = [](NonFiniteGuard& g, int64_t from, int64_t to) -> int64_t {
+    for (int64_t s = from; s <= to; ++s) {
+      g.Observe(s, s == 1 || s == 3 ? 2.0 : NAN, 1.0);  // finite at steps 1 and 3 only
+      try {
+        g.StopIfDiverged();
+      } catch (const Error&) {
+        return s;
+      }
+    }
+    return 0;
+  };
+  NonFiniteGuard whole;
+  const int64_t stop_whole = run(whole, 1, 20);
+  EXPECT_EQ(stop_whole, 3 + NonFiniteGuard::kMaxConsecutive);  // steps 4 .. 8
+
+  NonFiniteGuard before;
+  EXPECT_EQ(run(before, 1, 5), 0);  // a checkpoint at step 5: 3 non-finite, 2 in a row from 4
+  EXPECT_EQ(before.total(), 3);
+  EXPECT_EQ(before.consecutive(), 2);
+  EXPECT_EQ(before.first_step(), 4);
+  NonFiniteGuard resumed;
+  resumed.Restore(before.total(), before.consecutive(), before.first_step());
+  EXPECT_EQ(run(resumed, 6, 20), stop_whole);
+  EXPECT_EQ(resumed.total(), whole.total());
+  const std::string message = test::ErrorOf([&] { resumed.StopIfDiverged(); });
+  EXPECT_EQ(message, test::ErrorOf([&] { whole.StopIfDiverged(); }));
+  EXPECT_NE(message.find("steps 4 to 8"), std::string::npos) << message;
+
+  // A guard that forgot the counts would run on to step 10.
+  NonFiniteGuard forgetful;
+  EXPECT_EQ(run(forgetful, 6, 20), 10);
+
+  EXPECT_NE(test::ErrorOf([] { NonFiniteGuard().Restore(1, 2, 4); }), "<no error>");
+  EXPECT_NE(test::ErrorOf([] { NonFiniteGuard().Restore(9, NonFiniteGuard::kMaxConsecutive, 4); }),
+            "<no error>");
+  EXPECT_NE(test::ErrorOf([] { NonFiniteGuard().Restore(3, 2, 0); }), "<no error>");
 }
 
 }  // namespace

@@ -15,12 +15,12 @@ namespace replica {
 
 void CpuFp32Backend::LinearForward(const float* x, const float* W, int64_t N, int64_t in,
                                    int64_t out, float* y) const {
-  replica::LinearForward(x, W, N, in, out, y);
+  replica::LinearForward(x, W, N, in, out, y, matmul_);
 }
 
 void CpuFp32Backend::LinearBackward(const float* x, const float* W, const float* dy, int64_t N,
                                     int64_t in, int64_t out, float* dx, float* dW) const {
-  replica::LinearBackward(x, W, dy, N, in, out, dx, dW);
+  replica::LinearBackward(x, W, dy, N, in, out, dx, dW, matmul_);
 }
 
 void CpuFp32Backend::RMSNormForward(const float* x, const float* w, int64_t rows, int64_t n,
@@ -52,13 +52,13 @@ void CpuFp32Backend::RopeBackward(const RopeTable& table, const float* dy, int64
 
 void CpuFp32Backend::AttentionForward(const AttentionShape& s, const float* q, const float* k,
                                       const float* v, float* out, float* lse) const {
-  replica::AttentionForward(s, q, k, v, out, lse);
+  replica::AttentionForward(s, q, k, v, out, lse, matmul_);
 }
 
 void CpuFp32Backend::AttentionBackward(const AttentionShape& s, const float* q, const float* k,
                                        const float* v, const float* out, const float* lse,
                                        const float* dout, float* dq, float* dk, float* dv) const {
-  replica::AttentionBackward(s, q, k, v, out, lse, dout, dq, dk, dv);
+  replica::AttentionBackward(s, q, k, v, out, lse, dout, dq, dk, dv, matmul_);
 }
 
 void CpuFp32Backend::SwiGLUForward(const float* g, const float* u, int64_t n, float* s) const {
@@ -83,18 +83,19 @@ void CpuFp32Backend::EmbeddingBackward(const int32_t* tokens, const float* dout,
 CrossEntropySums CpuFp32Backend::LmHeadLossForward(const float* x, const float* W,
                                                    const int32_t* labels, int64_t N, int64_t D,
                                                    int64_t V, LmHeadWorkspace& ws) const {
-  return replica::LmHeadLossForward(x, W, labels, N, D, V, ws);
+  return replica::LmHeadLossForward(x, W, labels, N, D, V, ws, matmul_);
 }
 
 CrossEntropySums CpuFp32Backend::LmHeadLossForwardBackward(
     const float* x, const float* W, const int32_t* labels, int64_t N, int64_t D, int64_t V,
     double grad_scale, double z_mul, LmHeadWorkspace& ws, float* dx, float* dW) const {
-  return replica::LmHeadLossForwardBackward(x, W, labels, N, D, V, grad_scale, z_mul, ws, dx, dW);
+  return replica::LmHeadLossForwardBackward(x, W, labels, N, D, V, grad_scale, z_mul, ws, dx, dW,
+                                            matmul_);
 }
 
 void CpuFp32Backend::LmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
                                   float* logits) const {
-  replica::LinearForward(x, W, N, D, V, logits);
+  replica::LinearForward(x, W, N, D, V, logits, matmul_);
 }
 
 // ---- Buffer math --------------------------------------------------------------------------------

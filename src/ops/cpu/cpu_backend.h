@@ -1,8 +1,10 @@
 // The fp32 CPU backend: the ops table (ops/backend.h) implemented by the ops of this folder, each
 // op exactly the free function of the same name (so its header's shapes, formulas and
 // determinism hold), and the buffer math as OpenMP loops over fixed blocks. CpuBackend() returns
-// the one instance; a backend that changes only some ops (bf16 matmuls, say) derives from this
-// class and overrides those, inheriting the rest.
+// the one instance. The matmul-bearing ops (linear forward/backward, attention forward/backward,
+// the LM head) pass the ops the precision their operands are fed in: fp32 here; a derived backend
+// (CpuBf16Backend) only names another precision through the protected constructor, so every op
+// is declared and defined once.
 //
 // Threads: every loop splits its work into pieces whose size depends only on the problem size,
 // and each output element is computed by one thread in a fixed order, so results are
@@ -11,11 +13,13 @@
 // models free of OpenMP teams in fork()ed processes.
 #pragma once
 #include "ops/backend.h"
+#include "ops/cpu/precision.h"
 
 namespace replica {
 
 class CpuFp32Backend : public Backend {
  public:
+  CpuFp32Backend() = default;
   const char* name() const override { return "cpu-fp32"; }
 
   void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
@@ -64,6 +68,13 @@ class CpuFp32Backend : public Backend {
                           double* partials) const override;
   void AdamWUpdate(float* p, const float* g, float* m, float* v, int64_t n,
                    const AdamWCoefficients& c) const override;
+
+ protected:
+  // The precision the matmul-bearing ops feed their operands in (accumulating in fp32).
+  explicit CpuFp32Backend(Precision matmul) : matmul_(matmul) {}
+
+ private:
+  const Precision matmul_ = Precision::kFp32;
 };
 
 }  // namespace replica
