@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/finite.h"
 #include "core/half.h"
 #include "infer/matvec.h"
 #include "ops/cpu/rmsnorm.h"
@@ -90,7 +91,21 @@ std::span<const float> Decoder::Prefill(std::span<const int32_t> prompt) {
   length_ = T;
   const Matrix head = Weight(c_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
   MatVec(head.dtype, head.data, xf.data() + (T - 1) * D, V, D, logits_.data());
+  RequireFiniteLogits(T - 1);
   return logits_;
+}
+
+// A step reads the stored weights directly (the prefill checked only the layers it widened), so
+// a NaN or Inf anywhere in them shows up here first; sampling from such logits would print
+// arbitrary tokens with exit 0.
+void Decoder::RequireFiniteLogits(int64_t pos) const {
+  const std::optional<size_t> bad = FirstNonFinite(logits_.data(), logits_.size());
+  if (!bad) return;
+  Fail("generate: the next-token logits at position {} hold {} (vocabulary id {}): the model's "
+       "weights are not all finite (the LM head '{}', an embedding row or a layer); refusing to "
+       "sample. `replica eval --model DIR` names the first bad tensor of the layers",
+       pos, logits_[*bad], *bad,
+       c_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
 }
 
 // One query row q_ [H, hd] at position pos against layer l's cached keys: online softmax per head
@@ -186,6 +201,7 @@ std::span<const float> Decoder::Step(int32_t token) {
   RMSNormForward(x_.data(), final_norm_.data(), 1, D, eps, xf_.data(), &rstd);
   const Matrix head = Weight(c_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
   MatVec(head.dtype, head.data, xf_.data(), V, D, logits_.data());
+  RequireFiniteLogits(pos);
   length_ = pos + 1;
   return logits_;
 }

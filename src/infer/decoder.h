@@ -24,6 +24,7 @@ class Decoder {
   // every step).
   Decoder(InferenceModel& model, int64_t max_context);
 
+  // Prefill and Step refuse (Error) logits holding NaN or Inf: non-finite weights.
   // Runs the prompt (1 <= size <= max_context, Error naming both otherwise) from an empty cache
   // and returns the next-token logits [V] of its last position.
   std::span<const float> Prefill(std::span<const int32_t> prompt);
@@ -47,6 +48,8 @@ class Decoder {
   };
   Matrix Weight(const std::string& name) const;
   void Attend(int64_t l, int64_t pos);  // q_ -> att_ over the cache of layer l
+  // Error naming the position and the first bad vocabulary id unless logits_ are all finite.
+  void RequireFiniteLogits(int64_t pos) const;
 
   InferenceModel& model_;
   const ModelConfig& c_;

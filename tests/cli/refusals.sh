@@ -55,6 +55,23 @@ PY
 expect_refused "NaN in the weights" "model.layers.1.self_attn.o_proj.weight" \
   "$BIN" eval --model "$tmp/nan" --tokenizer bytes --seq-len 64 --eval "$tmp/held.jsonl"
 
+# generate reads the LM head and embedding rows as stored, every step: a NaN there is refused too.
+mkdir -p "$tmp/nanhead"
+cp "$model/config.json" "$tmp/nanhead/"
+python3 - "$model/model.safetensors" "$tmp/nanhead/model.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+off = 8 + n + header["lm_head.weight"]["data_offsets"][0] + 4 * 7
+raw = raw[:off] + struct.pack("<f", float("inf")) + raw[off + 4:]
+open(sys.argv[2], "wb").write(raw)
+PY
+expect_refused "Inf in the LM head (generate)" "lm_head.weight" \
+  "$BIN" generate --model "$tmp/nanhead" --tokenizer bytes --prompt "Hello" --max-new-tokens 4
+expect_refused "NaN in a layer (generate)" "model.layers.1.self_attn.o_proj.weight" \
+  "$BIN" generate --model "$tmp/nan" --tokenizer bytes --prompt "Hello" --max-new-tokens 4
+
 # --- FIFOs are not waited on ---
 mkfifo "$tmp/fifo.jsonl"
 expect_refused "FIFO as an eval set" "FIFO" \
