@@ -43,7 +43,7 @@ std::vector<nlohmann::json> ReadJsonl(const std::string& path_or_dir) {
     if (s.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       out.push_back(nlohmann::json::parse(s));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
       Fail("{}:{}: not valid JSON ({})", path, line, e.what());
     }
   }

@@ -166,7 +166,7 @@ EvalSet ParseEvalSet(const std::string& text, const std::string& source) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
       Fail("{}: not valid JSON ({})", where, e.what());
     }
     Require(j.is_object(), "{}: expected a JSON object", where);

@@ -21,8 +21,12 @@ Tokenizer::Tokenizer(TokenizerInfo info, BpeModel bpe, Pretokenizer pretokenizer
   added_by_id_.assign(vocab_size_, -1);
   for (size_t i = 0; i < added_.tokens().size(); ++i) {
     const AddedToken& t = added_.tokens()[i];
-    Require(added_by_id_[t.id] < 0, "added tokens '{}' and '{}' share id {}",
-            added_.tokens()[added_by_id_[t.id]].content, t.content, t.id);
+    // The earlier token's name is looked up only when there is one (the message's arguments are
+    // evaluated even when the check passes).
+    if (const int32_t earlier = added_by_id_[t.id]; earlier >= 0) {
+      Fail("added tokens '{}' and '{}' share id {}", added_.tokens()[earlier].content, t.content,
+           t.id);
+    }
     // An added token may reuse a BPE id (GPT-2's <|endoftext|>) only if it means the same bytes.
     Require(!bpe_.Has(t.id) || bpe_.TokenBytes(t.id) == t.content,
             "added token '{}' has id {}, which the BPE vocabulary uses for other text", t.content,

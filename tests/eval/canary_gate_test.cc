@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "core/error.h"
@@ -139,6 +141,21 @@ TEST(EvalGate, FlagsCandidatesThatAreBetterThanTheReference) {
   EXPECT_FALSE(ra.pass());
   EXPECT_EQ(ra.canary_alarm_steps, std::vector<int64_t>{10});
   EXPECT_EQ(ra.ToJson(0.0)["pass"], false);
+}
+
+TEST(EvalGate, MetricsLinesWithOutOfRangeNumbersAreErrorsNamingTheLine) {
+  const std::string dir = ::testing::TempDir() + "/eval_gate_overflow";
+  std::filesystem::create_directories(dir);
+  const std::string good = dir + "/good.jsonl", bad = dir + "/bad.jsonl";
+  std::ofstream(good) << "{\"step\": 1, \"loss\": 3.0}\n";
+  std::ofstream(bad) << "{\"step\": 1, \"loss\": 3.0}\n{\"step\": 2, \"loss\": 1e999}\n";
+  try {
+    CheckEvalGateFiles(good, bad, {});
+    ADD_FAILURE() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:2: not valid JSON"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

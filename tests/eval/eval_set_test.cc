@@ -39,6 +39,9 @@ TEST(EvalSet, ParsesPerplexityAndMultipleChoice) {
 TEST(EvalSet, MalformedLinesNameFileAndLine) {
   EXPECT_NE(ErrorOf("{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"b\",\"text\":\n").find("t.jsonl:2: not valid JSON"),
             std::string::npos);
+  // A number beyond double's range is nlohmann's out_of_range, not its parse_error.
+  EXPECT_NE(ErrorOf("{\"id\":\"a\",\"tokens\":[1, 22e747]}\n").find("t.jsonl:1: not valid JSON"),
+            std::string::npos);
   EXPECT_NE(ErrorOf("[1,2]\n").find("t.jsonl:1: expected a JSON object"), std::string::npos);
   EXPECT_NE(ErrorOf("{\"text\":\"x\"}\n").find("t.jsonl:1: missing field \"id\""), std::string::npos);
   EXPECT_NE(ErrorOf("{\"id\":\"a\",\"text\":\"\"}\n").find("empty \"text\""), std::string::npos);

@@ -129,6 +129,8 @@ TEST(HfTokenizer, UnsupportedFeaturesAreRefusedByName) {
   }, "does not compile");
   ExpectRefused("not_bytelevel", [](auto& j) { j["model"]["vocab"]["\u4e2d"] = 300; },
                 "byte-level alphabet");
+  ExpectRefused("shared_added_id", [](auto& j) { j["added_tokens"][1]["id"] = 263; },
+                "added tokens '<|endoftext|>' and '<pad>' share id 263");
   EXPECT_THROW(LoadHfTokenizerJson(::testing::TempDir() + "/none.json"), Error);
   std::string garbage = ::testing::TempDir() + "/garbage.json";
   WriteFileAtomic(garbage, "{not json");
