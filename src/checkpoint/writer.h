@@ -61,6 +61,17 @@ struct CheckpointContents {
 // directory removed.
 void WriteCheckpointDir(const std::string& final_dir, const CheckpointContents& c);
 
+// The end of every checkpoint write, in `tmp` (all data files written and fsync'ed): writes
+// `manifest` as MANIFEST.json, fsyncs, renames tmp to final_dir (moving an existing final_dir
+// aside), fsyncs the parent and writes DONE last (fault point kCheckpointBeforeDone between).
+// *renamed turns true once final_dir holds the files. Error on failure (the caller cleans up).
+void PublishCheckpointDir(const std::string& tmp, const std::string& final_dir, int64_t step,
+                          const std::string& manifest, bool* renamed);
+// remove_all that logs instead of throwing.
+void RemoveAllQuietly(const std::string& path);
+// Removes step-*.tmp and step-*.replaced directories (leftovers of interrupted writes).
+void RemoveInterruptedWrites(const std::string& checkpoints_dir);
+
 struct CheckpointWriterOptions {
   std::string run_dir;      // checkpoints go to run_dir/checkpoints/
   int keep = 0;             // how many complete checkpoints to keep; <= 0 keeps all
