@@ -8,6 +8,8 @@
 #  - one rank SIGKILLed while writing the step-20 checkpoint (after its shard, before DONE; and
 #    rank 0 between rename and DONE): the job ends, step 10 still verifies, the resumed run equals
 #    the uninterrupted one;
+#  - `replica parity` reads a sharded checkpoint (logits equal its export's) and a checkpoint
+#    against a reference dump;
 #  - a missing or truncated shard: exit 2 naming the file.
 # Skips the multi-rank parts (exit 0) when mpirun is absent.
 #   usage: sharded_checkpoint.sh <replica-binary> <repo-root>
@@ -99,6 +101,15 @@ if [ $have_mpi = 1 ]; then
 else
   src=$(final "$tmp/R1")
 fi
+
+# Inference reads a sharded checkpoint whole: its logits equal those of its own export.
+"$BIN" parity --model "$(dirname "$(dirname "$src")")" --against "$tmp/R1hf" --seq-len 16 --max-kl 0 \
+  --min-top1 1 > "$tmp/parity.txt" 2>&1 || { echo "FAIL: parity of a sharded checkpoint"; cat "$tmp/parity.txt"; fail=1; }
+# parity --reference takes a checkpoint too (version 1 here: convert's import).
+DATA=$2/tests/data/olmo3/tiny-gqa
+"$BIN" convert --from "$DATA" --to "$tmp/gqa-ckpt" > /dev/null 2>&1 \
+  && "$BIN" parity --model "$tmp/gqa-ckpt" --reference "$DATA/io.safetensors" > "$tmp/parity.txt" 2>&1 \
+  || { echo "FAIL: parity --reference of a checkpoint"; cat "$tmp/parity.txt"; fail=1; }
 
 # Damaged shards: exit 2 naming the file, nothing written.
 expect_bad() {  # expect_bad <what> <text> <checkpoint-dir>
