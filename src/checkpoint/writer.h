@@ -1,5 +1,8 @@
-// Writing checkpoints (format: checkpoint_format.h, docs/design.md §4 and §2.6) atomically and in the
-// background while training continues.
+// Writing checkpoints of format version 1 (format.h, docs/design.md §4 and §2.6: whole-model
+// model.safetensors + optim.safetensors from one process) atomically and in the background while
+// training continues. `replica convert` imports through WriteCheckpointDir; the trainer writes
+// format version 2 with ShardedCheckpointWriter (sharded_writer.h), which reuses
+// PublishCheckpointDir, PruneCheckpoints and RemoveInterruptedWrites from here.
 //
 // Usage by the trainer:
 //   CheckpointWriter ckpt({.run_dir = dir, .keep = cfg.keep});
