@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "checkpoint/sharded_format.h"
 #include "core/atomic_file.h"
 #include "core/checksum.h"
 #include "core/error.h"
@@ -114,8 +115,17 @@ nlohmann::json VerifyCheckpoint(const std::string& dir) {
           "{}: does not match {} (manifest changed or corrupt)", done_path, manifest_path);
   Require(manifest.contains("files") && manifest["files"].is_object(),
           "{}: field 'files' must be an object", manifest_path);
-  Require(manifest["files"].contains(kModelFile), "{}: does not list {}", manifest_path,
-          kModelFile);
+  Require(manifest.contains("version") && manifest["version"].is_number_integer(),
+          "{}: field 'version' must be an integer", manifest_path);
+  const int64_t version = manifest["version"].get<int64_t>();
+  if (version == kShardedFormatVersion) {
+    ParseShardedManifest(manifest, manifest_path);  // shards listed, ranges cover the layout
+  } else {
+    Require(version == 1, "{}: format version {} is not one this build reads (1 or {})",
+            manifest_path, version, kShardedFormatVersion);
+    Require(manifest["files"].contains(kModelFile), "{}: does not list {}", manifest_path,
+            kModelFile);
+  }
   for (const auto& [name, entry] : manifest["files"].items()) {
     Require(name.find('/') == std::string::npos && name != ".." && !name.empty(),
             "{}: bad file name '{}'", manifest_path, name);

@@ -1,5 +1,7 @@
 // The on-disk checkpoint format (docs/design.md §4, §2.6) and its verification: names, MANIFEST.json
-// and DONE. Writers (checkpoint_writer.h) and readers (checkpoint_reader.h) share this unit.
+// and DONE. Writers (writer.h, sharded_writer.h) and readers (reader.h) share this unit. Below is
+// format version 1; version 2 (sharded_format.h: one file per rank instead of model.safetensors and
+// optim.safetensors, the rest as here) is what the trainer writes. Both verify here.
 //
 //   RUN/checkpoints/step-NNNNNNNN/      N = the step, zero-padded to 8 digits (more if needed)
 //     model.safetensors   F32 parameters under their Hugging Face names

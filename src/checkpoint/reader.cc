@@ -1,5 +1,7 @@
 #include "checkpoint/reader.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <unordered_set>
 
@@ -64,6 +66,10 @@ Checkpoint Checkpoint::Open(const std::string& dir, bool verify) {
             "{}: not a checkpoint manifest with an integer 'step'", manifest_path);
   }
   c.step_ = manifest["step"].get<int64_t>();
+  if (manifest.contains("version") && manifest["version"] == kShardedFormatVersion) {
+    c.version_ = kShardedFormatVersion;
+    c.sharded_ = ParseShardedManifest(manifest, manifest_path);
+  }
   auto read_json = [&](const char* name) -> nlohmann::json {
     const fs::path p = fs::path(dir) / name;
     std::error_code ec;
@@ -78,6 +84,7 @@ Checkpoint Checkpoint::Open(const std::string& dir, bool verify) {
 }
 
 bool Checkpoint::has_optimizer() const {
+  if (sharded_) return true;  // every shard holds its range of m and v
   std::error_code ec;
   return fs::exists(fs::path(dir_) / kOptimFile, ec);
 }
@@ -114,11 +121,26 @@ void LoadF32ByName(const std::string& path, const ParamLayout& layout, const std
 }
 
 void Checkpoint::LoadParams(const ParamLayout& layout, FlatBuffer& params) const {
+  if (sharded_) {
+    Require(params.size() >= layout.total_floats(),
+            "{}: destination buffer has {} floats, needs {}", dir_, params.size(),
+            layout.total_floats());
+    ReadRange(ShardField::kParams, layout, 0, layout.total_floats(), params.data());
+    return;
+  }
   LoadF32ByName((fs::path(dir_) / kModelFile).string(), layout, "", params.data(), params.size());
 }
 
 int64_t Checkpoint::LoadOptimizer(const ParamLayout& layout, FlatBuffer& adam_m,
                                   FlatBuffer& adam_v) const {
+  if (sharded_) {
+    Require(adam_m.size() >= layout.total_floats() && adam_v.size() >= layout.total_floats(),
+            "{}: Adam buffers have {} and {} floats, the layout needs {}", dir_, adam_m.size(),
+            adam_v.size(), layout.total_floats());
+    ReadRange(ShardField::kAdamM, layout, 0, layout.total_floats(), adam_m.data());
+    ReadRange(ShardField::kAdamV, layout, 0, layout.total_floats(), adam_v.data());
+    return sharded_->adam_step;
+  }
   const std::string path = (fs::path(dir_) / kOptimFile).string();
   Require(has_optimizer(), "{}: missing (a weights-only checkpoint has no optimizer state)", path);
   SafetensorsFile f = SafetensorsFile::Open(path);
@@ -134,6 +156,97 @@ int64_t Checkpoint::LoadOptimizer(const ParamLayout& layout, FlatBuffer& adam_m,
   for (const ParamView& v : layout.views()) others.insert("m." + v.name);
   LoadF32Impl(path, layout, "v.", adam_v.data(), adam_v.size(), others);
   return step;
+}
+
+int64_t Checkpoint::adam_step() const {
+  if (sharded_) return sharded_->adam_step;
+  const std::string path = (fs::path(dir_) / kOptimFile).string();
+  Require(has_optimizer(), "{}: missing (a weights-only checkpoint has no optimizer state)", path);
+  SafetensorsFile f = SafetensorsFile::Open(path);
+  const TensorInfo& st = f.Get("step");
+  Require(st.dtype == DType::kI64 && st.numel() == 1, "{}: tensor 'step' must be an I64 scalar",
+          path);
+  return f.ReadI64("step")[0];
+}
+
+namespace {
+
+// The tensor of `layout` that holds float `at` ("padding" between tensors).
+std::string TensorAt(const ParamLayout& layout, size_t at) {
+  for (const ParamView& v : layout.views())
+    if (at >= v.offset && at < v.offset + v.numel) return v.name;
+  return "(alignment padding)";
+}
+
+}  // namespace
+
+void Checkpoint::ReadRange(ShardField field, const ParamLayout& layout, size_t begin, size_t end,
+                           float* dst) const {
+  Require(begin <= end && end <= layout.total_floats(),
+          "{}: float range [{}, {}) is outside the layout's {} floats", dir_, begin, end,
+          layout.total_floats());
+  if (!sharded_) {
+    ReadRangeV1(field, layout, begin, end, dst);
+    return;
+  }
+  const std::string manifest_path = (fs::path(dir_) / kManifestFile).string();
+  RequireSameLayout(sharded_->layout, layout, manifest_path);
+  Require(sharded_->total_floats == layout.total_floats(),
+          "{}: 'total_floats' is {}, the model's layout has {}", manifest_path,
+          sharded_->total_floats, layout.total_floats());
+  const char* tensor = ShardTensorName(field);
+  for (const ShardEntry& s : sharded_->shards) {
+    const size_t b = std::max(begin, s.begin), e = std::min(end, s.end);
+    if (b >= e) continue;  // only the shards that overlap the range are opened
+    const std::string path = (fs::path(dir_) / s.file).string();
+    SafetensorsFile f = SafetensorsFile::Open(path);
+    const auto& meta = f.metadata();
+    auto meta_is = [&](const char* key, size_t want) {
+      auto it = meta.find(key);
+      return it != meta.end() && it->second == std::to_string(want);
+    };
+    Require(meta_is("begin", s.begin) && meta_is("end", s.end),
+            "{}: the file holds floats [{}, {}), the manifest says [{}, {}) (wrong range)", path,
+            meta.count("begin") ? meta.at("begin") : "?", meta.count("end") ? meta.at("end") : "?",
+            s.begin, s.end);
+    const TensorInfo* t = f.Find(tensor);
+    Require(t != nullptr, "{}: missing tensor '{}'", path, tensor);
+    Require(t->dtype == DType::kF32 && t->shape.size() == 1 &&
+                t->shape[0] == static_cast<int64_t>(s.end - s.begin),
+            "{}: tensor '{}' is {} {}, the manifest's range [{}, {}) needs F32 [{}]", path, tensor,
+            DTypeName(t->dtype), ShapeString(t->shape), s.begin, s.end, s.end - s.begin);
+    float* out = dst + (b - begin);
+    std::memcpy(out, t->data + (b - s.begin) * sizeof(float), (e - b) * sizeof(float));
+    if (auto bad = FirstNonFinite(out, e - b))
+      Fail("{}: tensor '{}' holds {} at float {} of the layout (in '{}')", path, tensor,
+           out[*bad], b + *bad, TensorAt(layout, b + *bad));
+  }
+}
+
+void Checkpoint::ReadRangeV1(ShardField field, const ParamLayout& layout, size_t begin,
+                             size_t end, float* dst) const {
+  const bool params = field == ShardField::kParams;
+  const std::string path = (fs::path(dir_) / (params ? kModelFile : kOptimFile)).string();
+  Require(params || has_optimizer(),
+          "{}: missing (a weights-only checkpoint has no optimizer state)", path);
+  const std::string prefix = field == ShardField::kAdamM ? "m." : field == ShardField::kAdamV ? "v." : "";
+  std::memset(dst, 0, (end - begin) * sizeof(float));  // padding between tensors
+  SafetensorsFile f = SafetensorsFile::Open(path);
+  for (const ParamView& v : layout.views()) {
+    const size_t b = std::max(begin, v.offset), e = std::min(end, v.offset + v.numel);
+    if (b >= e) continue;
+    const std::string name = prefix + v.name;
+    const TensorInfo* t = f.Find(name);
+    Require(t != nullptr, "{}: missing tensor '{}' (the checkpoint is for a different model?)",
+            path, name);
+    Require(t->dtype == DType::kF32, "{}: tensor '{}' is {}, checkpoints hold F32", path, name,
+            DTypeName(t->dtype));
+    Require(t->shape == v.shape, "{}: tensor '{}' has shape {}, the model expects {}", path, name,
+            ShapeString(t->shape), ShapeString(v.shape));
+    float* out = dst + (b - begin);
+    std::memcpy(out, t->data + (b - v.offset) * sizeof(float), (e - b) * sizeof(float));
+    RequireFiniteTensor(out, e - b, path, name);
+  }
 }
 
 }  // namespace replica

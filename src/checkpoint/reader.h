@@ -9,6 +9,11 @@
 //     const nlohmann::json& state = ckpt.state();
 //   }
 //
+// Both formats load (checkpoint/format.h version 1: model.safetensors + optim.safetensors;
+// checkpoint/sharded_format.h version 2: one shard file per rank of the writing job). ReadRange
+// assembles any float range of params / Adam m / Adam v whatever world size wrote the checkpoint,
+// opening only the shard files that overlap it; LoadParams / LoadOptimizer read everything.
+//
 // Promises: FindLatestValid() tries step-* directories newest first, fully verifies each (DONE,
 // manifest, every file's size and XXH3 checksum), logs a warning naming every incomplete or
 // corrupt one it skips and why, and returns the newest good one. Loads restore tensors by HF name
@@ -21,6 +26,7 @@
 #include <optional>
 #include <string>
 
+#include "checkpoint/sharded_format.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
@@ -49,14 +55,29 @@ class Checkpoint {
   const nlohmann::json& state() const { return state_; }                // null when absent
   const nlohmann::json& model_config() const { return model_config_; }  // null when absent
 
-  // Fills params (size >= layout.total_floats()) from model.safetensors.
+  int version() const { return version_; }  // 1 or kShardedFormatVersion
+  // Version 2: the shards' manifest (the world size that wrote it, ranges, files).
+  const std::optional<ShardedManifest>& sharded() const { return sharded_; }
+
+  // Fills params (size >= layout.total_floats()) from model.safetensors or every shard.
   void LoadParams(const ParamLayout& layout, FlatBuffer& params) const;
-  // Fills m and v from optim.safetensors; returns the optimizer's step count.
+  // Fills m and v from optim.safetensors or every shard; returns the optimizer's step count.
   int64_t LoadOptimizer(const ParamLayout& layout, FlatBuffer& adam_m, FlatBuffer& adam_v) const;
+  // Floats [begin, end) of `field` into dst[0, end - begin), alignment padding as zeros. Error
+  // naming the file when the checkpoint is of another layout, a shard's file disagrees with the
+  // manifest (range, tensor size, dtype) or holds NaN/Inf in the range.
+  void ReadRange(ShardField field, const ParamLayout& layout, size_t begin, size_t end,
+                 float* dst) const;
+  // The optimizer's step count t (Error when the checkpoint has no optimizer state).
+  int64_t adam_step() const;
 
  private:
+  void ReadRangeV1(ShardField field, const ParamLayout& layout, size_t begin, size_t end,
+                   float* dst) const;
   std::string dir_;
   int64_t step_ = 0;
+  int version_ = 1;
+  std::optional<ShardedManifest> sharded_;
   nlohmann::json state_, model_config_;
 };
 

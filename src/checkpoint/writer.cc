@@ -15,13 +15,14 @@
 namespace fs = std::filesystem;
 
 namespace replica {
-namespace {
 
 void RemoveAllQuietly(const std::string& path) {
   std::error_code ec;
   fs::remove_all(path, ec);
   if (ec) REPLICA_LOG_WARN("checkpoint: could not remove {}: {}", path, ec.message());
 }
+
+namespace {
 
 void WriteFiles(const std::string& dir, const CheckpointContents& c,
                 std::vector<std::string>* files) {
@@ -60,6 +61,31 @@ void WriteFiles(const std::string& dir, const CheckpointContents& c,
 
 }  // namespace
 
+void PublishCheckpointDir(const std::string& tmp, const std::string& final_dir, int64_t step,
+                          const std::string& manifest, bool* renamed) {
+  const fs::path parent = fs::path(final_dir).parent_path();
+  std::error_code ec;
+  WriteFileAtomic((fs::path(tmp) / kManifestFile).string(), manifest);
+  FsyncDirectory(tmp);
+
+  // rename() cannot replace a non-empty directory: move an existing one (an incomplete leftover,
+  // or an older write of the same step) aside first.
+  const std::string aside = final_dir + ".replaced";
+  if (fs::exists(final_dir, ec)) {
+    fs::remove_all(aside, ec);
+    fs::rename(final_dir, aside, ec);
+    Require(!ec, "{}: cannot move aside the existing directory: {}", final_dir, ec.message());
+  }
+  fs::rename(tmp, final_dir, ec);
+  Require(!ec, "{}: cannot rename to {}: {}", tmp, final_dir, ec.message());
+  *renamed = true;
+  FsyncDirectory(parent.empty() ? "." : parent.string());
+  if (fs::exists(aside, ec)) RemoveAllQuietly(aside);
+
+  fault::MaybeKill(fault::FaultPoint::kCheckpointBeforeDone, step);
+  WriteFileAtomic((fs::path(final_dir) / kDoneFile).string(), DoneContents(step, manifest));
+}
+
 void WriteCheckpointDir(const std::string& final_dir, const CheckpointContents& c) {
   Require(c.layout != nullptr && c.params != nullptr, "checkpoint: no parameters given");
   const std::string tmp = final_dir + ".tmp";
@@ -78,25 +104,7 @@ void WriteCheckpointDir(const std::string& final_dir, const CheckpointContents& 
     std::vector<std::string> files;
     WriteFiles(tmp, c, &files);
     const std::string manifest = BuildManifest(tmp, c.step, files).dump(2) + "\n";
-    WriteFileAtomic((fs::path(tmp) / kManifestFile).string(), manifest);
-    FsyncDirectory(tmp);
-
-    // rename() cannot replace a non-empty directory: move an existing one (an incomplete leftover,
-    // or an older write of the same step) aside first.
-    const std::string aside = final_dir + ".replaced";
-    if (fs::exists(final_dir, ec)) {
-      fs::remove_all(aside, ec);
-      fs::rename(final_dir, aside, ec);
-      Require(!ec, "{}: cannot move aside the existing directory: {}", final_dir, ec.message());
-    }
-    fs::rename(tmp, final_dir, ec);
-    Require(!ec, "{}: cannot rename to {}: {}", tmp, final_dir, ec.message());
-    renamed = true;
-    FsyncDirectory(parent.empty() ? "." : parent.string());
-    if (fs::exists(aside, ec)) RemoveAllQuietly(aside);
-
-    fault::MaybeKill(fault::FaultPoint::kCheckpointBeforeDone, c.step);
-    WriteFileAtomic((fs::path(final_dir) / kDoneFile).string(), DoneContents(c.step, manifest));
+    PublishCheckpointDir(tmp, final_dir, c.step, manifest, &renamed);
   } catch (const std::exception& e) {
     // Free the space of the partial write; earlier checkpoints are separate directories.
     RemoveAllQuietly(renamed ? final_dir : tmp);
@@ -133,10 +141,9 @@ void PruneCheckpoints(const std::string& checkpoints_dir, int64_t newest_step, i
   }
 }
 
-CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options, const Backend& backend)
-    : options_(std::move(options)), backend_(backend) {
+void RemoveInterruptedWrites(const std::string& checkpoints_dir) {
   std::error_code ec;
-  const fs::path dir(checkpoints_dir());
+  const fs::path dir(checkpoints_dir);
   if (!fs::is_directory(dir, ec)) return;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -150,6 +157,11 @@ CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options, const Backen
       RemoveAllQuietly(entry.path().string());
     }
   }
+}
+
+CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options, const Backend& backend)
+    : options_(std::move(options)), backend_(backend) {
+  RemoveInterruptedWrites(checkpoints_dir());
 }
 
 CheckpointWriter::~CheckpointWriter() {

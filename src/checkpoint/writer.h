@@ -1,5 +1,8 @@
-// Writing checkpoints (format: checkpoint_format.h, docs/design.md §4 and §2.6) atomically and in the
-// background while training continues.
+// Writing checkpoints of format version 1 (format.h, docs/design.md §4 and §2.6: whole-model
+// model.safetensors + optim.safetensors from one process) atomically and in the background while
+// training continues. `replica convert` imports through WriteCheckpointDir; the trainer writes
+// format version 2 with ShardedCheckpointWriter (sharded_writer.h), which reuses
+// PublishCheckpointDir, PruneCheckpoints and RemoveInterruptedWrites from here.
 //
 // Usage by the trainer:
 //   CheckpointWriter ckpt({.run_dir = dir, .keep = cfg.keep});
@@ -60,6 +63,17 @@ struct CheckpointContents {
 // promises above; an existing `final_dir` is replaced). Error on failure, with the partial
 // directory removed.
 void WriteCheckpointDir(const std::string& final_dir, const CheckpointContents& c);
+
+// The end of every checkpoint write, in `tmp` (all data files written and fsync'ed): writes
+// `manifest` as MANIFEST.json, fsyncs, renames tmp to final_dir (moving an existing final_dir
+// aside), fsyncs the parent and writes DONE last (fault point kCheckpointBeforeDone between).
+// *renamed turns true once final_dir holds the files. Error on failure (the caller cleans up).
+void PublishCheckpointDir(const std::string& tmp, const std::string& final_dir, int64_t step,
+                          const std::string& manifest, bool* renamed);
+// remove_all that logs instead of throwing.
+void RemoveAllQuietly(const std::string& path);
+// Removes step-*.tmp and step-*.replaced directories (leftovers of interrupted writes).
+void RemoveInterruptedWrites(const std::string& checkpoints_dir);
 
 struct CheckpointWriterOptions {
   std::string run_dir;      // checkpoints go to run_dir/checkpoints/

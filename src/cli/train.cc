@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/olmo_core_options.h"
 #include "parallel/communicator.h"
+#include "parallel/checkpoint_group.h"
 #include "parallel/data_parallel.h"
 #include "eval/decon.h"
 #include "eval/eval_suite.h"
@@ -55,9 +56,12 @@ replica::cli::CommandRegistration reg(
         options.rank = comm->rank();
         options.world = comm->world();
         std::unique_ptr<replica::parallel::DataParallel> parallel;
+        std::unique_ptr<replica::parallel::CommunicatorCheckpointGroup> checkpoint_group;
         if (comm->world() > 1) {
           parallel = std::make_unique<replica::parallel::DataParallel>(*comm, options.config);
           options.reducer = parallel.get();
+          checkpoint_group = std::make_unique<replica::parallel::CommunicatorCheckpointGroup>(*comm);
+          options.checkpoint_group = checkpoint_group.get();
         }
         options.run_dir = args->run_dir;
         options.progress = !args->quiet;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "core/error.h"
 #include "data/token_files.h"
 #include "infer/inference_model.h"
+#include "checkpoint/format.h"
+#include "checkpoint/reader.h"
 #include "infer/model_weights.h"
 #include "io/safetensors.h"
 #include "hf/hf_weights.h"
@@ -62,8 +65,21 @@ void CheckShape(const SafetensorsFile& f, const TensorInfo& t, const std::vector
 ParityReport RunParity(const ParityOptions& o) {
   namespace fs = std::filesystem;
   Require(fs::is_directory(o.model_dir),
-          "--model {}: not a directory (expected config.json + model.safetensors)", o.model_dir);
-  const ModelConfig config = ModelConfig::FromHfFile((fs::path(o.model_dir) / "config.json").string());
+          "--model {}: not a directory (expected config.json + model.safetensors, or a "
+          "checkpoint or run directory)",
+          o.model_dir);
+  // A replica checkpoint (either format; a run directory: its newest valid one) or an HF model.
+  const fs::path md(o.model_dir);
+  std::optional<Checkpoint> ckpt;
+  if (fs::exists(md / kManifestFile) || fs::exists(md / kDoneFile) ||
+      fs::is_directory(md / kCheckpointsSubdir)) {
+    ckpt = Checkpoint::Open(ResolveCheckpoint(o.model_dir).dir, /*verify=*/false);
+    Require(!ckpt->model_config().is_null(), "{}: checkpoint has no {}", ckpt->dir(),
+            kConfigFile);
+  }
+  const ModelConfig config =
+      ckpt ? ModelConfig::FromHfJson(ckpt->model_config(), ckpt->dir() + "/" + kConfigFile)
+           : ModelConfig::FromHfFile((md / "config.json").string());
   const SafetensorsFile ref = SafetensorsFile::Open(o.reference_path);
   const int64_t V = config.vocab_size;
 
@@ -113,7 +129,10 @@ ParityReport RunParity(const ParityOptions& o) {
   }
 
   Olmo3Model model(config, B, T, BackendFor(o.precision));
-  LoadHfWeights(o.model_dir, model.layout(), model.params());
+  if (ckpt)
+    ckpt->LoadParams(model.layout(), model.params());
+  else
+    LoadHfWeights(o.model_dir, model.layout(), model.params());
 
   std::vector<float> logits(static_cast<size_t>(N * V));
   model.ForwardLogits(ids.data(), B, T, logits.data());

@@ -66,7 +66,7 @@ Decoder::Matrix Decoder::Weight(const std::string& name) const {
   const TensorInfo& t = model_.weights().Get(name);
   Require(t.dtype == DType::kF32 || t.dtype == DType::kBF16,
           "{}: tensor '{}' is stored as {}; decoding reads F32 or BF16 matrices (convert with "
-          "`replica convert --dtype bf16`)", model_.weights().checkpoint().FileOf(name), name,
+          "`replica convert --dtype bf16`)", model_.weights().FileOf(name), name,
           DTypeName(t.dtype));
   return {t.dtype, t.data};
 }

@@ -26,9 +26,26 @@ ModelWeights ModelWeights::Open(const std::string& path) {
     const Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/true);
     Require(!ckpt.model_config().is_null(), "{}: checkpoint has no {}", info.dir, kConfigFile);
     w.config_ = ModelConfig::FromHfJson(ckpt.model_config(), info.dir + "/" + kConfigFile);
-    w.checkpoint_ = HfCheckpoint::Open((fs::path(info.dir) / kModelFile).string());
     w.source_ = "checkpoint:" + info.dir;
     w.step_ = info.step;
+    if (ckpt.sharded()) {
+      const ParamLayout layout = w.config_.BuildLayout();
+      w.assembled_ = std::make_shared<FlatBuffer>(layout.total_floats());
+      ckpt.LoadParams(layout, *w.assembled_);  // layout, ranges and finiteness checked
+      w.assembled_dir_ = info.dir;
+      for (const ParamView& v : layout.views()) {
+        TensorInfo t;
+        t.name = v.name;
+        t.dtype = DType::kF32;
+        t.shape = v.shape;
+        t.data = reinterpret_cast<const uint8_t*>(w.assembled_->data() + v.offset);
+        t.nbytes = v.numel * sizeof(float);
+        w.assembled_index_[v.name] = w.assembled_tensors_.size();
+        w.assembled_tensors_.push_back(std::move(t));
+      }
+      return w;
+    }
+    w.checkpoint_ = HfCheckpoint::Open((fs::path(info.dir) / kModelFile).string());
   } else {
     w.config_ = ModelConfig::FromHfFile((fs::path(path) / kConfigFile).string());
     w.checkpoint_ = HfCheckpoint::Open(path);
@@ -54,8 +71,19 @@ ModelWeights ModelWeights::Open(const std::string& path) {
   return w;
 }
 
+const TensorInfo& ModelWeights::Get(const std::string& name) const {
+  if (!assembled_) return checkpoint_.Get(name);
+  auto it = assembled_index_.find(name);
+  Require(it != assembled_index_.end(), "{}: no tensor '{}'", assembled_dir_, name);
+  return assembled_tensors_[it->second];
+}
+
+const std::string& ModelWeights::FileOf(const std::string& name) const {
+  return assembled_ ? assembled_dir_ : checkpoint_.FileOf(name);
+}
+
 void ModelWeights::ToF32(const std::string& name, float* dst) const {
-  const TensorInfo& t = checkpoint_.Get(name);
+  const TensorInfo& t = Get(name);
   const int64_t n = t.numel();
   constexpr int64_t kBlock = int64_t{1} << 16;
   int64_t first_bad = n;  // the first NaN/Inf element, n when none
@@ -91,12 +119,14 @@ void ModelWeights::ToF32(const std::string& name, float* dst) const {
 }
 
 void ModelWeights::Release(const std::string& name) const {
+  if (assembled_) return;  // not a mapping: the assembled weights stay
   const TensorInfo& t = checkpoint_.Get(name);
   ReleaseMappedPages(t.data, t.nbytes);
 }
 
 uint64_t ModelWeights::stored_bytes() const {
   uint64_t n = 0;
+  for (const TensorInfo& t : assembled_tensors_) n += t.nbytes;
   for (const TensorInfo* t : checkpoint_.tensors()) n += t->nbytes;
   return n;
 }

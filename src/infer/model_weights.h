@@ -2,17 +2,23 @@
 // Face directory (config.json + model.safetensors or model-0000k-of-0000N shards + index) or a
 // replica checkpoint (a step-* directory, verified, or a run directory: its newest valid one).
 // Nothing is converted or copied at open: callers widen one tensor (or one layer) at a time, so
-// a 7B model in bf16 needs its 14.6 GB of file pages, not 29 GB of fp32.
+// a 7B model in bf16 needs its 14.6 GB of file pages, not 29 GB of fp32. The exception is a
+// sharded checkpoint (format version 2, checkpoint/sharded_format.h): its ranges are assembled
+// into one fp32 buffer at open (`replica convert` turns it into a memory-mappable directory).
 //
 // Open() checks the whole directory before returning: config.json parses, every shard opens (a
 // missing shard is an Error naming it), and every tensor of ModelConfig::BuildLayout() is present
 // with its exact shape, stored as F32, BF16 or F16, with no extra tensor.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "hf/hf_checkpoint.h"
 #include "model/model_config.h"
+#include "tensor/flat_buffer.h"
 
 namespace replica {
 
@@ -23,9 +29,10 @@ class ModelWeights {
   const ModelConfig& config() const { return config_; }
   const std::string& source() const { return source_; }  // "hf:<dir>" or "checkpoint:<dir>"
   int64_t step() const { return step_; }                  // checkpoint step; -1 for HF
-  const HfCheckpoint& checkpoint() const { return checkpoint_; }
+  const HfCheckpoint& checkpoint() const { return checkpoint_; }  // empty for a sharded one
 
-  const TensorInfo& Get(const std::string& name) const { return checkpoint_.Get(name); }
+  const TensorInfo& Get(const std::string& name) const;
+  const std::string& FileOf(const std::string& name) const;  // the file (or directory) holding it
   // Widens tensor `name` to fp32 into dst (exactly numel floats), in parallel; Error naming the
   // tensor and element when a value is NaN or Inf.
   void ToF32(const std::string& name, float* dst) const;
@@ -38,6 +45,11 @@ class ModelWeights {
  private:
   ModelConfig config_;
   HfCheckpoint checkpoint_;
+  // A sharded checkpoint: its parameters assembled (F32), one TensorInfo per layout view.
+  std::shared_ptr<FlatBuffer> assembled_;
+  std::vector<TensorInfo> assembled_tensors_;
+  std::unordered_map<std::string, size_t> assembled_index_;
+  std::string assembled_dir_;
   std::string source_;
   int64_t step_ = -1;
 };

@@ -105,4 +105,14 @@ void AdamW::LoadState(OptimizerState state) {
   state_ = std::move(state);
 }
 
+OwnedState AdamW::Owned() {
+  Allocate();
+  return {0, layout_.total_floats(), nullptr, state_.m.data(), state_.v.data()};
+}
+
+void AdamW::SetStep(int64_t t) {
+  Require(t >= 0, "optimizer: step count {} is negative", t);
+  state_.step = t;
+}
+
 }  // namespace replica

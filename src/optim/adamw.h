@@ -82,6 +82,9 @@ class AdamW final : public Optimizer {
   // Its own state, no copy.
   const OptimizerState* SaveState() override;
   void LoadState(OptimizerState state) override;
+  // The whole layout; params nullptr (the caller's buffer is authoritative).
+  OwnedState Owned() override;
+  void SetStep(int64_t t) override;
   int64_t step() const override { return state_.step; }
   double max_grad_norm() const override { return config_.max_grad_norm; }
 

@@ -3,16 +3,32 @@
 // process; parallel::Zero1AdamW (parallel/zero1.h) holds this rank's shard of it. Both apply the
 // same per-element update, so parameters and state have the same bits either way.
 //
-// The state crosses the interface only in its checkpoint form, full-size and independent of the
-// world size: SaveState assembles it where the checkpoint writer is (a collective when the state
-// is sharded), LoadState takes it (read from a checkpoint of any world size) and keeps what this
-// process updates.
+// Checkpoints are written and read through Owned(): the contiguous range of the flat layout this
+// process owns (shard_plan.h; everything for one process) with pointers to its Adam m and v, and
+// to its fp32 master parameters when the optimizer holds them. Each rank writes its range and
+// reads back its range from a checkpoint of any world size (checkpoint/sharded_writer.h), so no
+// process assembles the whole state. SaveState / LoadState are the full-size form of the same
+// state, independent of the world size (SaveState is a collective that gathers it on rank 0), for
+// tests and tools that compare states across world sizes.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "tensor/flat_buffer.h"
 
 namespace replica {
+
+// The part of the state this process owns: floats [begin, end) of the flat layout. m and v point
+// at end - begin floats each, element `begin` first: the optimizer's own storage, so a checkpoint
+// is written from it and read back into it. params points at the authoritative fp32 parameters
+// of the range when the optimizer holds them (ZeRO-3); nullptr when the model's full parameter
+// buffer is authoritative (AdamW, ZeRO-1: every rank holds every parameter).
+struct OwnedState {
+  size_t begin = 0, end = 0;
+  float* params = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+};
 
 // What a checkpoint holds of the optimizer (optim.safetensors): Adam m and v over the whole
 // ParamLayout (layout.total_floats() each, padding zero) and t, the updates taken.
@@ -36,6 +52,11 @@ class Optimizer {
   virtual const OptimizerState* SaveState() = 0;
   // Takes the full state (m and v layout-sized: Error otherwise) and keeps this process's part.
   virtual void LoadState(OptimizerState state) = 0;
+
+  // This process's range and storage (allocated, zero, before the first Step). Not collective.
+  virtual OwnedState Owned() = 0;
+  // Sets t, after a checkpoint's m and v were read into Owned() (Error when negative).
+  virtual void SetStep(int64_t t) = 0;
 
   virtual int64_t step() const = 0;            // t: updates taken (skipped steps do not count)
   virtual double max_grad_norm() const = 0;    // clipping threshold (<= 0: no clipping)

@@ -27,6 +27,8 @@ class TimedZero1 final : public Optimizer {
   }
   const OptimizerState* SaveState() override { return zero_.SaveState(); }
   void LoadState(OptimizerState state) override { zero_.LoadState(std::move(state)); }
+  OwnedState Owned() override { return zero_.Owned(); }
+  void SetStep(int64_t t) override { zero_.SetStep(t); }
   int64_t step() const override { return zero_.step(); }
   double max_grad_norm() const override { return zero_.max_grad_norm(); }
   const ShardPlan& plan() const { return zero_.plan(); }

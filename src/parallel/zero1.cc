@@ -52,4 +52,13 @@ void Zero1AdamW::LoadState(OptimizerState state) {
   step_ = state.step;
 }
 
+OwnedState Zero1AdamW::Owned() {
+  return {shard_begin(), shard_end(), nullptr, m_.data(), v_.data()};
+}
+
+void Zero1AdamW::SetStep(int64_t t) {
+  Require(t >= 0, "ZeRO-1: step count {} is negative", t);
+  step_ = t;
+}
+
 }  // namespace replica::parallel

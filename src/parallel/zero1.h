@@ -6,8 +6,9 @@
 // With world 1 this is exactly AdamW::Step on the whole buffer, and for any power-of-two world the
 // parameters, m and v have the same bits as with world 1.
 //
-// Checkpoints stay world-size independent: SaveState() assembles full m and v on rank 0 (for the
-// one checkpoint writer), LoadState() takes full m and v (read from any checkpoint) and keeps this
+// Checkpoints stay world-size independent: each rank writes and reads its own range through
+// Owned() (its shard of m and v; the parameters of the range are in the caller's full buffer).
+// SaveState() assembles full m and v on rank 0, LoadState() takes full m and v and keeps this
 // rank's slice.
 #pragma once
 #include <cstdint>
@@ -36,6 +37,9 @@ class Zero1AdamW final : public Optimizer {
   const OptimizerState* SaveState() override;
   // Keeps this rank's slice of full-size m and v, and t. Not collective.
   void LoadState(OptimizerState state) override;
+  // [shard_begin, shard_end) with this rank's m and v; params nullptr (the caller's full buffer).
+  OwnedState Owned() override;
+  void SetStep(int64_t t) override;
   int64_t step() const override { return step_; }
   double max_grad_norm() const override { return config_.max_grad_norm; }
 

@@ -8,7 +8,7 @@
 
 #include "checkpoint/format.h"
 #include "checkpoint/reader.h"
-#include "checkpoint/writer.h"
+#include "checkpoint/sharded_writer.h"
 #include "core/atomic_file.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -90,6 +90,8 @@ BatchShape CheckBatchShape(const TrainerOptions& opt) {
           "trainer: rank {} of world {} is not a valid rank", opt.rank, opt.world);
   Require(opt.world == 1 || opt.reducer != nullptr,
           "trainer: world {} needs a gradient reducer (data parallelism, src/parallel)", opt.world);
+  Require(opt.world == 1 || opt.checkpoint_group != nullptr,
+          "trainer: world {} needs a checkpoint group (src/parallel)", opt.world);
   BatchShape b;
   b.global_instances = cfg.train.global_batch_instances;
   b.seq_len = cfg.data.seq_len;
@@ -128,7 +130,7 @@ StartPoint FindStart(const TrainerOptions& opt, int64_t micro, RunLog& log) {
   if (start.resume) {
     start.checkpoint = Checkpoint::Open(start.resume->dir, /*verify=*/false);
     Require(start.checkpoint->has_state() && start.checkpoint->has_optimizer(),
-            "{}: a run checkpoint must hold state.json and optim.safetensors", start.resume->dir);
+            "{}: a run checkpoint must hold state.json and the optimizer state", start.resume->dir);
     restore_trainer_state = true;
   } else if (!cfg.init.from_checkpoint.empty() && !IsHfModelDir(cfg.init.from_checkpoint)) {
     const CheckpointInfo info = ResolveCheckpoint(cfg.init.from_checkpoint);
@@ -155,15 +157,6 @@ StartPoint FindStart(const TrainerOptions& opt, int64_t micro, RunLog& log) {
                          "same math but not bit-identical to an uninterrupted run",
                          start.saved->micro_batch_instances, micro));
   return start;
-}
-
-// Adam m, v and t as a checkpoint holds them (full-size, any world size).
-OptimizerState ReadOptimizerState(const Checkpoint& ckpt, const ParamLayout& layout) {
-  OptimizerState state;
-  state.m = FlatBuffer(layout.total_floats());
-  state.v = FlatBuffer(layout.total_floats());
-  state.step = ckpt.LoadOptimizer(layout, state.m, state.v);
-  return state;
 }
 
 void ConfigureFaults(const RunConfig& cfg) {
@@ -226,13 +219,15 @@ class TrainingRun {
   std::optional<Olmo3Model> model_;
   LocalGradReducer local_reducer_;
   GradReducer& reducer_;  // opt.reducer, or local_reducer_ for one process
+  SingleProcessGroup local_group_;
+  CheckpointGroup& group_;  // opt.checkpoint_group, or local_group_ for one process
   std::unique_ptr<Optimizer> optimizer_;
   SkipStepRule skip_;
   NonFiniteGuard non_finite_;
   int64_t step_ = 0, tokens_ = 0;
 
   std::optional<MetricsWriter> metrics_;
-  std::optional<CheckpointWriter> checkpoints_;
+  std::optional<ShardedCheckpointWriter> checkpoints_;  // on every rank
   std::optional<TrainStep> train_step_;
   double flops_per_token_ = 0, peak_ = 0;
 
@@ -248,6 +243,7 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
       shape_(CheckBatchShape(options)),
       writer_(options.rank == 0),
       reducer_(options.reducer != nullptr ? *options.reducer : local_reducer_),
+      group_(options.checkpoint_group != nullptr ? *options.checkpoint_group : local_group_),
       skip_(options.config.train.skip_step) {
   SetNumThreads(static_cast<int>(cfg_.train.threads));
   compute_ = ConfigureCompute(cfg_.compute.precision, cfg_.compute.isa,
@@ -277,9 +273,17 @@ void TrainingRun::LoadOrInitState() {
   optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
   const std::optional<Checkpoint>& ckpt = start_.checkpoint;
   if (ckpt) {
-    ckpt->LoadParams(layout, model_->params());
-    if (start_.resume || cfg_.init.load_optimizer)
-      optimizer_->LoadState(ReadOptimizerState(*ckpt, layout));  // ZeRO-1 keeps this rank's shard
+    // Each rank reads what it owns, from the shards that overlap it (any world size wrote them).
+    const OwnedState owned = optimizer_->Owned();
+    if (owned.params != nullptr)
+      ckpt->ReadRange(ShardField::kParams, layout, owned.begin, owned.end, owned.params);
+    else
+      ckpt->LoadParams(layout, model_->params());  // every rank holds every parameter
+    if (start_.resume || cfg_.init.load_optimizer) {
+      ckpt->ReadRange(ShardField::kAdamM, layout, owned.begin, owned.end, owned.m);
+      ckpt->ReadRange(ShardField::kAdamV, layout, owned.begin, owned.end, owned.v);
+      optimizer_->SetStep(ckpt->adam_step());
+    }
   } else if (!cfg_.init.from_checkpoint.empty()) {
     LoadHfWeights(cfg_.init.from_checkpoint, layout, model_->params());
     Require(!cfg_.init.load_optimizer,
@@ -298,7 +302,7 @@ void TrainingRun::LoadOrInitState() {
     non_finite_.Restore(saved->non_finite_total, saved->non_finite_consecutive,
                         saved->non_finite_first_step);
     Require(saved->adam_step == optimizer_->step(),
-            "{}: state.json says Adam step {}, optim.safetensors says {}", ckpt->dir(),
+            "{}: state.json says Adam step {}, the optimizer state says {}", ckpt->dir(),
             saved->adam_step, optimizer_->step());
   }
   summary_.start_step = summary_.end_step = step_;
@@ -326,15 +330,15 @@ TrainSummary TrainingRun::NothingToDo() {
 }
 
 void TrainingRun::OpenOutputs() {
-  if (writer_) {
+  if (writer_)
     metrics_.emplace(opt_.run_dir,
                      start_.resume ? std::optional<int64_t>(step_) : std::nullopt);
-    checkpoints_.emplace(CheckpointWriterOptions{.run_dir = opt_.run_dir,
-                                                 .keep = static_cast<int>(cfg_.checkpoint.keep),
-                                                 .background = true},
-                         model_->backend());
-    checkpoints_->Reserve(model_->layout());  // first-touch the snapshot memory now, not mid-run
-  }
+  checkpoints_.emplace(CheckpointWriterOptions{.run_dir = opt_.run_dir,
+                                               .keep = static_cast<int>(cfg_.checkpoint.keep),
+                                               .background = true},
+                       group_, model_->backend());
+  const OwnedState owned = optimizer_->Owned();
+  checkpoints_->Reserve(owned.end - owned.begin);  // first-touch the snapshot now, not mid-run
   ConfigureFaults(cfg_);
 
   flops_per_token_ = cfg_.model.FlopsPerToken(shape_.seq_len);
@@ -485,9 +489,11 @@ void TrainingRun::MaybeEvaluate(int64_t s) {
 }
 
 void TrainingRun::MaybeCheckpoint(int64_t s) {
-  if (!((cfg_.checkpoint.interval > 0 && s % cfg_.checkpoint.interval == 0) || last(s))) return;
   ProfileScope scope(ProfileCategory::kCheckpoint);
-  SaveCheckpoint(s);
+  if ((cfg_.checkpoint.interval > 0 && s % cfg_.checkpoint.interval == 0) || last(s))
+    SaveCheckpoint(s);
+  else
+    checkpoints_->Poll();  // completes a write in flight once every rank's files are written
 }
 
 void TrainingRun::SaveCheckpoint(int64_t s) {
@@ -507,15 +513,16 @@ void TrainingRun::SaveCheckpoint(int64_t s) {
   st.non_finite_total = non_finite_.total();
   st.non_finite_consecutive = non_finite_.consecutive();
   st.non_finite_first_step = non_finite_.first_step();
-  // Collective with ZeRO-1: every rank sends its shard; rank 0 receives the full m and v.
-  const OptimizerState* adam = optimizer_->SaveState();
-  if (!checkpoints_) return;
-  Require(adam != nullptr, "trainer: the optimizer gave no state on the checkpoint writer's rank");
-  st.adam_step = adam->step;
-  checkpoints_->Save(s, model_->layout(), model_->params(), adam->m, adam->v, adam->step,
-                     st.ToJson(), cfg_.model.ToHfJson());
-  summary_.last_checkpoint =
-      (fs::path(checkpoints_->checkpoints_dir()) / CheckpointDirName(s)).string();
+  st.adam_step = optimizer_->step();
+  // Every rank writes the range it owns: its Adam m and v, and the parameters of the range (the
+  // optimizer's master copy when it holds one, else this rank's full buffer).
+  const OwnedState owned = optimizer_->Owned();
+  const float* params =
+      owned.params != nullptr ? owned.params : model_->params().data() + owned.begin;
+  checkpoints_->Save(s, model_->layout(), {owned.begin, owned.end, params, owned.m, owned.v},
+                     optimizer_->step(), writer_ ? st.ToJson() : nlohmann::json(),
+                     writer_ ? cfg_.model.ToHfJson() : nlohmann::json());
+  if (writer_) summary_.last_checkpoint = checkpoints_->DirOf(s);
 }
 
 TrainSummary TrainingRun::Finish() {

@@ -2,7 +2,8 @@
 // (gradient reducer + optimizer + skip-step rule) + checkpoints + metrics, one run directory:
 //   RUN/config.yaml     the resolved config (RunConfig::Canonical), RUN/config.sha256 its hash
 //   RUN/metrics.jsonl   one train line per step, eval lines (metrics_writer.h)
-//   RUN/checkpoints/    step-N/ (checkpoint_writer.h), the last `checkpoint.keep` kept
+//   RUN/checkpoints/    step-N/ (checkpoint/sharded_writer.h: every rank writes the range of
+//                       parameters and Adam state it owns), the last `checkpoint.keep` kept
 //   RUN/train.log       what was printed on stderr (progress, resume, summary)
 //
 // One step s (1-based): read the global batch (this rank's share), count the non-ignored labels N
@@ -13,7 +14,8 @@
 // is bit-identical to itself, and a resumed run to one that never stopped.
 //
 // Start-up: if RUN holds a valid checkpoint, the newest one is loaded (weights, Adam m/v/t, step,
-// tokens, loader position, skip history) and the run continues from it, saying which; its
+// tokens, loader position, skip history; each rank reads the range it owns, whatever world size
+// wrote the checkpoint) and the run continues from it, saying which; its
 // trajectory hash must match the config's (Error naming the keys that differ). Otherwise the model
 // starts from init.from_checkpoint (checkpoint, run dir or HF model dir; with init.reset_step the
 // step, tokens, data order and schedule start fresh) or from a fresh seeded init.
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/shard_group.h"
 #include "model/olmo3.h"
 #include "run/run_config.h"
 #include "train/grad_reducer.h"
@@ -39,6 +42,9 @@ struct TrainerOptions {
   // How ranks combine gradients, and the optimizer that goes with it (grad_reducer.h): required
   // when world > 1 (parallel::DataParallel); null for one process (LocalGradReducer).
   GradReducer* reducer = nullptr;
+  // The ranks that write each sharded checkpoint together (checkpoint/shard_group.h): required
+  // when world > 1 (parallel::CommunicatorCheckpointGroup); null for one process.
+  CheckpointGroup* checkpoint_group = nullptr;
   bool progress = true;            // live progress line on stderr
   // Called every eval.interval steps and after the last step; returns the "eval" object of the
   // metrics line (empty object = nothing to record). The trainer library cannot see src/eval; the

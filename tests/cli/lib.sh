@@ -6,6 +6,9 @@
 #   cyclic_tokens FILE                  # 20,000 uint32 tokens (i*7 + i/13) mod 380
 #   tiny_model_256 [LAYERS]             # YAML model block: vocab 256 (EOS 255, pad 254), window 8
 #   tiny_model_384                      # YAML model block: vocab 384 (EOS 382, pad 383), window 16
+#   same_checkpoint_state DIR_A DIR_B   # exit 0 iff two sharded checkpoints (format 2) hold the
+#                                       # same bytes of params, Adam m, v and the same Adam step,
+#                                       # whatever world sizes wrote them
 #   cli_finish          # exit status: 1 if any check failed
 # Token generators use only the Python standard library (any python3 on PATH).
 
@@ -67,4 +70,32 @@ model: {model_type: olmo3, vocab_size: 384, hidden_size: 64, intermediate_size: 
         rope_theta: 500000, sliding_window: 16, max_position_embeddings: 64, pad_token_id: 383,
         eos_token_id: 382, bos_token_id: null}
 YAML
+}
+
+same_checkpoint_state() {
+  python3 - "$1" "$2" <<'PY'
+import json, os, struct, sys
+def state(d):
+    m = json.load(open(os.path.join(d, "MANIFEST.json")))
+    assert m["version"] == 2, f"{d}: format version {m['version']}, expected 2"
+    s = m["sharded"]
+    out = {"adam_step": s["adam_step"], "layout": s["layout"]}
+    for name in ("params", "adam_m", "adam_v"):
+        parts = []
+        for sh in s["shards"]:
+            with open(os.path.join(d, sh["file"]), "rb") as f:
+                n = struct.unpack("<Q", f.read(8))[0]
+                header = json.loads(f.read(n))
+                lo, hi = header[name]["data_offsets"]
+                f.seek(8 + n + lo)
+                parts.append(f.read(hi - lo))
+        out[name] = b"".join(parts)
+        assert len(out[name]) == 4 * s["total_floats"], f"{d}: {name} has {len(out[name])} bytes"
+    return out
+a, b = state(sys.argv[1]), state(sys.argv[2])
+bad = [k for k in a if a[k] != b[k]]
+if bad:
+    print(f"checkpoints differ in {bad}: {sys.argv[1]} vs {sys.argv[2]}")
+    sys.exit(1)
+PY
 }

@@ -234,3 +234,46 @@ TEST(Zero1AdamW, LoadStateRefusesAnotherModelsState) {
 
 }  // namespace
 }  // namespace replica::parallel
+
+namespace replica::parallel {
+namespace {
+
+// Owned() is what a sharded checkpoint writes and reads back: this rank's shard range with its
+// own m and v storage; filling it and SetStep restore what LoadState would.
+TEST(Zero1AdamW, OwnedIsThisRanksShardOfTheState) {
+  const ParamLayout layout = SmallLayout();
+  const Result want = SingleProcess(layout);
+  for (int world : {1, 2, 4}) {
+    RunThreadGroup(world, [&](Communicator& comm) {
+      Zero1AdamW loaded(layout, Config(), comm), filled(layout, Config(), comm);
+      loaded.LoadState({Copy(want.m), Copy(want.v), want.t});
+      const OwnedState a = loaded.Owned();
+      EXPECT_EQ(a.begin, loaded.shard_begin());
+      EXPECT_EQ(a.end, loaded.shard_end());
+      EXPECT_EQ(a.params, nullptr);  // the caller's full parameter buffer is authoritative
+      const size_t n = a.end - a.begin;
+      EXPECT_EQ(std::memcmp(a.m, want.m.data() + a.begin, n * sizeof(float)), 0);
+      EXPECT_EQ(std::memcmp(a.v, want.v.data() + a.begin, n * sizeof(float)), 0);
+      const OwnedState b = filled.Owned();
+      std::memcpy(b.m, want.m.data() + b.begin, n * sizeof(float));
+      std::memcpy(b.v, want.v.data() + b.begin, n * sizeof(float));
+      filled.SetStep(want.t);
+      EXPECT_EQ(filled.step(), want.t);
+      const OptimizerState* x = loaded.SaveState();  // collective
+      const OptimizerState* y = filled.SaveState();
+      if (comm.rank() == 0) {
+        EXPECT_EQ(std::memcmp(x->m.data(), y->m.data(), x->m.size() * sizeof(float)), 0);
+        EXPECT_EQ(std::memcmp(x->v.data(), y->v.data(), x->v.size() * sizeof(float)), 0);
+      }
+      EXPECT_THROW(filled.SetStep(-1), Error);
+    });
+  }
+  AdamW local(layout, Config());
+  const OwnedState all = local.Owned();
+  EXPECT_EQ(all.begin, 0u);
+  EXPECT_EQ(all.end, layout.total_floats());
+  EXPECT_NE(all.m, nullptr);
+}
+
+}  // namespace
+}  // namespace replica::parallel

@@ -15,6 +15,7 @@
 #include <vector>
 
 
+#include "checkpoint/sharded_writer.h"
 #include "checkpoint/writer.h"
 #include "core/threads.h"
 #include "hf/hf_weights.h"
@@ -375,7 +376,20 @@ TEST(BackendSeam, ZeroOneAndTheCheckpointSnapshotRunOnTheBackendWithTheCpuBits) 
     EXPECT_GT(calls.count(op), 0u) << op << " never called by ZeRO-1";
   }
 
-  // The checkpoint writer's snapshot (params, m, v) is three backend copies.
+  // The checkpoint writers' snapshots (params, m, v) are three backend copies each: the
+  // trainer's sharded writer (its whole range on one process) and the version-1 writer.
+  {
+    const test::TempDir dir("backend-seam");
+    SingleProcessGroup group;
+    ShardedCheckpointWriter writer({.run_dir = dir.str(), .keep = 1, .background = true}, group,
+                                   rec);
+    writer.Save(1, layout,
+                {0, layout.total_floats(), got.first.data(), got.second.data(),
+                 got.second.data()},
+                1, nlohmann::json::object(), nlohmann::json());
+    writer.Finish();
+  }
+  EXPECT_EQ(rec.Calls().at("Copy"), calls.at("Copy") + 3);
   {
     const test::TempDir dir("backend-seam");
     CheckpointWriter writer({.run_dir = dir.str(), .keep = 1, .background = true}, rec);
@@ -383,7 +397,7 @@ TEST(BackendSeam, ZeroOneAndTheCheckpointSnapshotRunOnTheBackendWithTheCpuBits) 
                 nlohmann::json());
     writer.Finish();
   }
-  EXPECT_EQ(rec.Calls().at("Copy"), calls.at("Copy") + 3);
+  EXPECT_EQ(rec.Calls().at("Copy"), calls.at("Copy") + 6);
 }
 
 TEST(BackendSeam, EveryOpOfTheTableIsOnAPath) {
