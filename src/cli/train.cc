@@ -10,6 +10,7 @@
 #include "cli/olmo_core_options.h"
 #include "parallel/communicator.h"
 #include "parallel/data_parallel.h"
+#include "parallel/zero3.h"
 #include "eval/decon.h"
 #include "eval/eval_suite.h"
 #include "eval/leak_guard.h"
@@ -54,11 +55,15 @@ replica::cli::CommandRegistration reg(
         options.config = replica::LoadRunConfig(args->config, args->sets, args->import);
         options.rank = comm->rank();
         options.world = comm->world();
-        std::unique_ptr<replica::parallel::DataParallel> parallel;
-        if (comm->world() > 1) {
+        // parallel.sharding zero3 shards parameters, gradients and Adam at any world size
+        // (world 1 included); zero1 with several ranks shards Adam (data_parallel.h).
+        std::unique_ptr<replica::GradReducer> parallel;
+        if (options.config.parallel.sharding == "zero3") {
+          parallel = std::make_unique<replica::parallel::Zero3>(*comm, options.config);
+        } else if (comm->world() > 1) {
           parallel = std::make_unique<replica::parallel::DataParallel>(*comm, options.config);
-          options.reducer = parallel.get();
         }
+        options.reducer = parallel.get();
         options.run_dir = args->run_dir;
         options.progress = !args->quiet;
         const replica::RunConfig& c = options.config;

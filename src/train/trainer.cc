@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -166,6 +167,21 @@ OptimizerState ReadOptimizerState(const Checkpoint& ckpt, const ParamLayout& lay
   return state;
 }
 
+// Fills what this rank owns of the parameters (GradReducer::Owned) from `read`, which fills a
+// whole layout-sized buffer: directly when the rank owns everything, else through a full-size
+// temporary of which it keeps its range (a whole-checkpoint reader has no ranged read).
+void ReadOwnedParams(const ParamLayout& layout, const OwnedParams& owned,
+                     const std::function<void(FlatBuffer&)>& read) {
+  if (owned.begin == 0 && owned.end == layout.total_floats()) {
+    read(*owned.buffer);
+    return;
+  }
+  FlatBuffer whole(layout.total_floats());
+  read(whole);
+  std::memcpy(owned.buffer->data(), whole.data() + owned.begin,
+              (owned.end - owned.begin) * sizeof(float));
+}
+
 void ConfigureFaults(const RunConfig& cfg) {
   fault::FaultSpec fspec;
   if (cfg.fault.kill_at_step > 0) fspec.kill_at_step = cfg.fault.kill_at_step;
@@ -247,6 +263,7 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
       cfg_(options.config),
       shape_(CheckBatchShape(options)),
       writer_(options.rank == 0),
+      local_reducer_(options.config.train.grad_accumulation),
       reducer_(options.reducer != nullptr ? *options.reducer : local_reducer_),
       skip_(options.config.train.skip_step) {
   SetNumThreads(static_cast<int>(cfg_.train.threads));
@@ -272,23 +289,29 @@ void TrainingRun::LoadOrInitState() {
   if (start_.resume) summary_.resumed_from = start_.resume->dir;
   if (writer_) WriteRunConfig(opt_.run_dir, cfg_);
 
-  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, BackendFor(compute_.precision));
+  const Backend& backend = BackendFor(compute_.precision);
+  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, backend,
+                 reducer_.MakeParamStore(cfg_.model, backend));
   const ParamLayout& layout = model_->layout();
+  const OwnedParams owned = reducer_.Owned(*model_);
   optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
   const std::optional<Checkpoint>& ckpt = start_.checkpoint;
   if (ckpt) {
-    ckpt->LoadParams(layout, model_->params());
+    ReadOwnedParams(layout, owned, [&](FlatBuffer& p) { ckpt->LoadParams(layout, p); });
     if (start_.resume || cfg_.init.load_optimizer)
       optimizer_->LoadState(ReadOptimizerState(*ckpt, layout));  // ZeRO-1 keeps this rank's shard
   } else if (!cfg_.init.from_checkpoint.empty()) {
-    LoadHfWeights(cfg_.init.from_checkpoint, layout, model_->params());
+    ReadOwnedParams(layout, owned, [&](FlatBuffer& p) {
+      LoadHfWeights(cfg_.init.from_checkpoint, layout, p);
+    });
     Require(!cfg_.init.load_optimizer,
             "init.from_checkpoint: {} is a Hugging Face model directory without optimizer state; "
             "set init.load_optimizer=false",
             cfg_.init.from_checkpoint);
   } else {
-    InitParams(layout, model_->params(),
-               {.seed = cfg_.init.seed, .std = cfg_.model.initializer_range});
+    // Element by element from (seed, tensor, index): a rank computes only what it owns.
+    InitParamsRange(layout, owned.buffer->data(), owned.begin, owned.end,
+                    {.seed = cfg_.init.seed, .std = cfg_.model.initializer_range});
   }
   if (const std::optional<TrainState>& saved = start_.saved) {
     step_ = saved->step;
@@ -471,13 +494,15 @@ void TrainingRun::Log(const StepRecord& r) {
 }
 
 void TrainingRun::MaybeEvaluate(int64_t s) {
-  const bool due = opt_.eval && writer_ &&  // rank 0 evaluates; the others wait for it
+  // Rank 0 evaluates and the others wait for it, unless the forward is collective (sharded
+  // weights): then every rank runs it and rank 0 records it.
+  const bool due = opt_.eval && (writer_ || reducer_.CollectiveForward()) &&
                    ((cfg_.eval.interval > 0 && s % cfg_.eval.interval == 0) || last(s));
   if (!due) return;
   const auto e0 = Clock::now();
   ProfileScope scope(ProfileCategory::kEval);
   nlohmann::json result = opt_.eval(s, *model_);
-  if (result.is_object() && !result.empty()) {
+  if (writer_ && result.is_object() && !result.empty()) {
     metrics_->Write(EncodeNonFinite({{"step", s}, {"eval", result}}));
     log_->Line(fmt::format("step {}: eval ({:.1f}s) {}", s, SecondsSince(e0),
                            result.dump()));
@@ -507,12 +532,15 @@ void TrainingRun::SaveCheckpoint(int64_t s) {
   st.non_finite_total = non_finite_.total();
   st.non_finite_consecutive = non_finite_.consecutive();
   st.non_finite_first_step = non_finite_.first_step();
-  // Collective with ZeRO-1: every rank sends its shard; rank 0 receives the full m and v.
+  // Collective when sharded: every rank sends its shard; rank 0 receives the full parameters
+  // (ZeRO-3), m and v.
+  const FlatBuffer* params = reducer_.WholeParams(*model_);
   const OptimizerState* adam = optimizer_->SaveState();
   if (!checkpoints_) return;
+  Require(params != nullptr, "trainer: no whole parameters on the checkpoint writer's rank");
   Require(adam != nullptr, "trainer: the optimizer gave no state on the checkpoint writer's rank");
   st.adam_step = adam->step;
-  checkpoints_->Save(s, model_->layout(), model_->params(), adam->m, adam->v, adam->step,
+  checkpoints_->Save(s, model_->layout(), *params, adam->m, adam->v, adam->step,
                      st.ToJson(), cfg_.model.ToHfJson());
   summary_.last_checkpoint =
       (fs::path(checkpoints_->checkpoints_dir()) / CheckpointDirName(s)).string();
