@@ -105,7 +105,8 @@ double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scala
 std::unique_ptr<Optimizer> Zero3::MakeOptimizer(const ParamLayout& layout,
                                                 const AdamWConfig& config,
                                                 const Backend& backend) {
-  return std::make_unique<Zero3AdamW>(layout, config, comm_, backend);
+  return std::make_unique<Zero3AdamW>(layout, config, comm_, backend,
+                                      store_ != nullptr ? &store_->master() : nullptr);
 }
 
 std::unique_ptr<ParamStore> Zero3::MakeParamStore(const ModelConfig& config,

@@ -36,6 +36,7 @@ class Zero3 final : public GradReducer {
   // Needs MakeParamStore and MakeAccumulation first. `grads` is the owned accumulator.
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                          const Backend& backend = CpuBackend()) override;
+  // A Zero3AdamW over the store's master parameters when MakeParamStore came first.
   std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout, const AdamWConfig& config,
                                            const Backend& backend = CpuBackend()) override;
   // The store of the one model this reducer serves; it must outlive that model's steps.

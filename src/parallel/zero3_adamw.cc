@@ -6,16 +6,20 @@
 namespace replica::parallel {
 
 Zero3AdamW::Zero3AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
-                       const Backend& backend)
+                       const Backend& backend, FlatBuffer* master)
     : layout_(layout),
       config_(config),
       comm_(comm),
       backend_(backend),
       plan_(layout.total_floats(), comm.world()),
       decay_(DecayPerView(layout, config)),
+      master_(master),
       m_(plan_.size(comm.rank())),
       v_(plan_.size(comm.rank())) {
   RequireAdamWConfig(config_);
+  Require(master == nullptr || master->size() == plan_.size(comm.rank()),
+          "ZeRO-3: master parameters of {} floats for an owned range of {}",
+          master ? master->size() : 0, plan_.size(comm.rank()));
 }
 
 void Zero3AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) {
@@ -23,6 +27,8 @@ void Zero3AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, do
   Require(params.size() == plan_.size(r) && grads.size() == plan_.size(r),
           "ZeRO-3: owned buffers differ from the owned range (params {}, grads {}, range {})",
           params.size(), grads.size(), plan_.size(r));
+  Require(master_ == nullptr || &params == master_,
+          "ZeRO-3: Step updates the master parameters it was made over");
   ++step_;
   AdamWUpdateShard(layout_, decay_, params.data(), grads.data(), m_.data(), v_.data(),
                    plan_.begin(r), plan_.end(r), config_, lr, clip_coef, step_, backend_);

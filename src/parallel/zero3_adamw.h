@@ -21,9 +21,11 @@ namespace replica::parallel {
 
 class Zero3AdamW final : public Optimizer {
  public:
-  // Zero state (t = 0). `comm` and `backend` must outlive it.
+  // Zero state (t = 0). `comm` and `backend` must outlive it. `master`, when given, is the owned
+  // fp32 master parameters Step updates (the ZeRO-3 store's; plan.size(rank) floats), which
+  // master() reports for whoever reads or writes the owned state (checkpoints).
   Zero3AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
-             const Backend& backend = CpuBackend());
+             const Backend& backend = CpuBackend(), FlatBuffer* master = nullptr);
 
   // Not collective: t += 1, AdamW on the owned range of `params` from the owned `grads`.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;
@@ -35,6 +37,9 @@ class Zero3AdamW final : public Optimizer {
   double max_grad_norm() const override { return config_.max_grad_norm; }
 
   const ShardPlan& plan() const { return plan_; }
+  FlatBuffer* master() { return master_; }
+  float* m() { return m_.data(); }
+  float* v() { return v_.data(); }
 
  private:
   const ParamLayout& layout_;
@@ -43,6 +48,7 @@ class Zero3AdamW final : public Optimizer {
   const Backend& backend_;
   ShardPlan plan_;
   std::vector<double> decay_;
+  FlatBuffer* master_;
   FlatBuffer m_, v_;  // the owned range
   int64_t step_ = 0;
   OptimizerState full_;  // rank 0: the gather target of SaveState
