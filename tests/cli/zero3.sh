@@ -5,7 +5,8 @@
 #    1 rank (no mpirun) and on 2, 3 and 4 ranks (mpirun; 12 micro-batches, so 3 is allowed) give
 #    bit-identical metrics, eval lines included (`replica compare`, tolerance 0), and byte-identical
 #    final checkpoints (weights and Adam state);
-#  - a zero3 run saved by 4 ranks at step 4 and resumed by 3 ranks equals the uninterrupted run;
+#  - a zero3 run saved by 4 ranks at step 4 and resumed by 3 ranks, and a world-1 sequential run
+#    saved at step 4 and resumed by zero3 on 2 ranks, equal the uninterrupted run;
 #  - refusals exit 2 naming the keys: zero3 with the tree accumulation, zero1 with the sequential
 #    one on 2 ranks, zero3 on 5 ranks for 12 micro-batches.
 # Skips (exit 0) when mpirun is absent.   usage: zero3.sh <replica-binary> <repo-root>
@@ -85,6 +86,13 @@ run 4 "$tmp/E" "${Z[@]}" --set train.max_steps=4 --set optim.schedule.t_max=8 \
 run 3 "$tmp/E" "${Z[@]}" || { echo "FAIL: 3-rank resume exit $?"; cat "$tmp/E.log"; fail=1; }
 check "E resumed from step 4" 'grep -q "resuming from .*step-00000004" "$tmp/E.log"'
 same "zero3 4 ranks to step 4, resumed on 3" "$tmp/S1" "$tmp/E"
+
+# The mode is not part of the trajectory: a world-1 sequential run saved at step 4 continues under
+# zero3 on 2 ranks.
+run 1 "$tmp/M" --set train.max_steps=4 --set optim.schedule.t_max=8 || { echo "FAIL: M part 1"; cat "$tmp/M.log"; fail=1; }
+run 2 "$tmp/M" "${Z[@]}" || { echo "FAIL: zero3 2-rank resume of a world-1 run exit $?"; cat "$tmp/M.log"; fail=1; }
+check "M resumed from step 4" 'grep -q "resuming from .*step-00000004" "$tmp/M.log"'
+same "world-1 sequential to step 4, resumed by zero3 on 2 ranks" "$tmp/S1" "$tmp/M"
 
 expect_refusal() {  # expect_refusal <what> <text> <cmd...>
   local what=$1 text=$2; shift 2
