@@ -40,7 +40,10 @@ void GatherRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi
     const Overlap v = OverlapOf(plan, o, lo, hi);
     if (v.empty()) continue;
     float* dst = out + (v.a - lo);
-    if (o == me) std::memcpy(dst, owned + (v.a - plan.begin(me)), (v.b - v.a) * sizeof(float));
+    if (o == me) {
+      const float* src = owned + (v.a - plan.begin(me));
+      if (dst != src) std::memcpy(dst, src, (v.b - v.a) * sizeof(float));
+    }
     Broadcast(comm, dst, (v.b - v.a) * sizeof(float), o);
   }
 }

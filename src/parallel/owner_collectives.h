@@ -19,7 +19,8 @@
 namespace replica::parallel {
 
 // out[0, hi - lo) = elements [lo, hi) of the flat layout, assembled on every rank from their
-// owners (each owner broadcasts its overlap; copies only).
+// owners (each owner broadcasts its overlap; copies only). `out` may be this rank's own `owned`
+// storage of [lo, hi) (the owner then only sends).
 void GatherRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi,
                  const float* owned, float* out);
 

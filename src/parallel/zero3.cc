@@ -61,11 +61,12 @@ Zero3::Zero3(Communicator& comm, const RunConfig& config) : comm_(comm) {
 
 Zero3::~Zero3() {
   if (comm_.rank() != 0 || steps_ == 0) return;
+  const double steps = static_cast<double>(steps_);
   std::fprintf(stderr,
-               "[zero3] rank 0 of %d: %lld steps; loss fold + grad norm %.3f s/step (unit gathers "
-               "and gradient folds run inside forward/backward)\n",
-               comm_.world(), static_cast<long long>(steps_),
-               reduce_s_ / static_cast<double>(steps_));
+               "[zero3] rank 0 of %d: %lld steps; unit gathers %.3f s/step, gradient folds %.3f "
+               "s/step, loss fold + grad norm %.3f s/step (waiting for other ranks included)\n",
+               comm_.world(), static_cast<long long>(steps_), gathers_s_ / steps, folds_s_ / steps,
+               reduce_s_ / steps);
 }
 
 Zero3ParamStore& Zero3::store() {
@@ -96,8 +97,13 @@ double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scala
     }
   }
   scalars = sums;
-  const double norm = OwnedGradNorm(comm_, store().plan(), grads.data(), backend);
+  Zero3ParamStore& st = store();
+  Require(&grads == &st.accumulator(), "ZeRO-3: ReduceGradients takes the store's accumulator");
+  const double norm = OwnedGradNorm(comm_, st.plan(), grads.data(), backend);
   reduce_s_ += Now() - t0;
+  // The store counts from its start; the report is per step of this reducer.
+  gathers_s_ = st.gather_seconds();
+  folds_s_ = st.fold_seconds();
   ++steps_;
   return norm;
 }

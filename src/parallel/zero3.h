@@ -29,7 +29,8 @@ class Zero3 final : public GradReducer {
   // Error naming the config keys unless comm.world() divides the micro-batch count and
   // train.grad_accumulation is sequential.
   Zero3(Communicator& comm, const RunConfig& config);
-  // Rank 0 prints where the ZeRO-3 time went (stderr, one line).
+  // Rank 0 prints where the ZeRO-3 time went (stderr, one line): unit gathers, gradient folds,
+  // the loss fold and norm, per step.
   ~Zero3() override;
 
   int64_t SumTokens(int64_t local) override;
@@ -57,7 +58,7 @@ class Zero3 final : public GradReducer {
   Zero3ParamStore* store_ = nullptr;  // owned by the model
   std::vector<double> local_scalars_;  // this step's micro-batch loss sums, k-major
   FlatBuffer whole_;                   // rank 0: WholeParams' gather target
-  double reduce_s_ = 0;
+  double reduce_s_ = 0, gathers_s_ = 0, folds_s_ = 0;
   int64_t steps_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/profile.h"
 #include "parallel/owner_collectives.h"
@@ -37,13 +38,35 @@ float* Zero3ParamStore::Take(std::vector<Slot>& slots, int unit) {
 }
 
 const float* Zero3ParamStore::Acquire(int unit) {
-  Require(Find(weights_, unit) == nullptr, "ZeRO-3: unit {} acquired twice", unit);
-  float* buf = Take(weights_, unit);
-  GatherRange(comm_, plan_, lo(unit), hi(unit), master_.data(), buf);
-  return buf;
+  Require(Find(weights_, unit) == nullptr && !Held(unit), "ZeRO-3: unit {} acquired twice", unit);
+  const Clock::time_point t0 = Clock::now();
+  const float* out;
+  if (lo(unit) >= owned_begin() && hi(unit) <= owned_end()) {
+    // Wholly owned here: the others receive it from the master copy, which this rank reads in
+    // place (nothing changes it before the optimizer step).
+    float* mine = master_.data() + (lo(unit) - owned_begin());
+    if (comm_.world() > 1 && hi(unit) > lo(unit))
+      GatherRange(comm_, plan_, lo(unit), hi(unit), master_.data(), mine);
+    direct_.push_back(unit);
+    out = mine;
+  } else {
+    float* buf = Take(weights_, unit);
+    GatherRange(comm_, plan_, lo(unit), hi(unit), master_.data(), buf);
+    out = buf;
+  }
+  gather_s_ += SecondsSince(t0);
+  return out;
+}
+
+bool Zero3ParamStore::Held(int unit) const {
+  return std::find(direct_.begin(), direct_.end(), unit) != direct_.end();
 }
 
 void Zero3ParamStore::Release(int unit) {
+  if (auto it = std::find(direct_.begin(), direct_.end(), unit); it != direct_.end()) {
+    direct_.erase(it);
+    return;
+  }
   Slot* s = Find(weights_, unit);
   Require(s != nullptr, "ZeRO-3: unit {} released but not acquired", unit);
   s->unit = -1;
@@ -61,8 +84,10 @@ void Zero3ParamStore::GradsDone(int unit) {
   Slot* s = Find(grads_, unit);
   Require(s != nullptr, "ZeRO-3: gradients of unit {} done but never asked for", unit);
   if (recv_.size() == 0 && comm_.world() > 1) recv_ = FlatBuffer(unit_floats_);
+  const Clock::time_point t0 = Clock::now();
   OrderedFoldRange(comm_, plan_, lo(unit), hi(unit), s->buffer.data(), accumulator_.data(),
                    recv_.data(), backend_);
+  fold_s_ += SecondsSince(t0);
   s->unit = -1;
 }
 

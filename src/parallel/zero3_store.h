@@ -3,8 +3,10 @@
 // the step's gradient accumulator — and gathers a unit's weights from their owners when the model
 // acquires it.
 //   Acquire(u)    all-gathers unit u's floats into a unit buffer (owner_collectives.h GatherRange);
-//                 Release(u) returns the buffer. No prefetch: the Communicator is blocking and
-//                 single-threaded (MPI FUNNELED), so a gather cannot overlap compute.
+//                 Release(u) returns the buffer. A unit wholly inside the owned range is read in
+//                 place from the master copy (the owner only sends it). No prefetch: the
+//                 Communicator is blocking and single-threaded (MPI FUNNELED), so a gather cannot
+//                 overlap compute.
 //   Grads(u)      a zeroed unit-sized buffer the backward accumulates into (one per open unit);
 //   GradsDone(u)  the ordered fold: each owner adds the R ranks' pieces of its part of unit u to its
 //                 accumulator in rank order (OrderedFoldRange), then the buffer is returned.
@@ -48,6 +50,10 @@ class Zero3ParamStore final : public ParamStore {
   size_t unit_floats() const { return unit_floats_; }  // the largest unit
   // Unit buffers allocated so far (weights, gradients): what memory the units take.
   size_t unit_buffers() const { return weights_.size() + grads_.size() + (recv_.size() ? 1 : 0); }
+  // Wall seconds spent in the unit gathers (Acquire) and the gradient folds (GradsDone) so far,
+  // waiting for other ranks included: what a prefetch could hide at most.
+  double gather_seconds() const { return gather_s_; }
+  double fold_seconds() const { return fold_s_; }
 
  private:
   struct Slot {
@@ -56,6 +62,7 @@ class Zero3ParamStore final : public ParamStore {
   };
   float* Take(std::vector<Slot>& slots, int unit);
   Slot* Find(std::vector<Slot>& slots, int unit);
+  bool Held(int unit) const;  // acquired in place
   size_t lo(int unit) const { return bounds_.at(static_cast<size_t>(unit)); }
   size_t hi(int unit) const { return bounds_.at(static_cast<size_t>(unit) + 1); }
 
@@ -66,6 +73,8 @@ class Zero3ParamStore final : public ParamStore {
   size_t unit_floats_ = 0;
   FlatBuffer master_, accumulator_, recv_;
   std::vector<Slot> weights_, grads_;
+  std::vector<int> direct_;  // units acquired in place from master_
+  double gather_s_ = 0, fold_s_ = 0;
 };
 
 }  // namespace replica::parallel
