@@ -1,9 +1,11 @@
 // How the processes of a run combine one step's partial results, as TrainStep (train_step.h) uses
-// it: a single process (LocalGradReducer, here) or R data-parallel ranks
-// (parallel::DataParallel, src/parallel/data_parallel.h). Rank r of R holds the micro-batches
-// j ≡ r (mod R) of every global batch and sums them locally along the fixed tree of
-// grad_accum.h; the reducer combines the ranks' sums with the top levels of the same tree, so every
-// result has the bits of the single process.
+// it: a single process (LocalGradReducer, here), R data-parallel ranks with ZeRO-1
+// (parallel::DataParallel, src/parallel/data_parallel.h) or ZeRO-3 (parallel::Zero3,
+// src/parallel/zero3.h). Rank r of R holds the micro-batches j ≡ r (mod R) of every global batch.
+// With the tree accumulation it sums them locally along the fixed tree of grad_accum.h and the
+// reducer combines the ranks' sums with the top levels of the same tree; with ZeRO-3 the owners
+// fold every micro-batch's gradient in global order (the sequential accumulation). Either way
+// every result has the bits of the single process with the same accumulation.
 //
 // The reducer also makes what goes with it: the optimizer that updates exactly the gradient
 // elements ReduceGradients leaves reduced (all of them locally; this rank's ZeRO-1 shard with data
