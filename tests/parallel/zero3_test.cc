@@ -2,8 +2,8 @@
 // each holding only its owned range of parameters, gradients and Adam state and its rows r::R of
 // every batch, reproduce the single-process sequential accumulation (LocalGradReducer("sequential")
 // + AdamW) bit for bit — losses, grad norms, token counts, parameters, Adam m and v, and an
-// evaluation forward run on every rank — untied and tied embeddings, also across a save and load
-// of the state between world sizes. Refusals name the config keys.
+// evaluation forward run on every rank — untied and tied embeddings, fp32 and bf16 matmuls, also
+// across a save and load of the state between world sizes. Refusals name the config keys.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 #include "parallel/data_parallel.h"
 #include "parallel/thread_group.h"
 #include "parallel/zero3.h"
@@ -79,7 +80,7 @@ FlatBuffer Copy(const FlatBuffer& src) {
 // from `from` (a checkpoint's whole parameters and Adam state) when given, else from the seeded
 // init of the owned range. Rank 0's `out` gets the whole parameters and state at the end.
 void RunRank(Communicator* comm, bool tied, const Trajectory* from, int64_t first, int64_t last,
-             Trajectory& out) {
+             Trajectory& out, const Backend& backend = CpuBackend()) {
   const int rank = comm != nullptr ? comm->rank() : 0;
   const int world = comm != nullptr ? comm->world() : 1;
   const RunConfig rc = TinyRun(tied);
@@ -87,9 +88,8 @@ void RunRank(Communicator* comm, bool tied, const Trajectory* from, int64_t firs
   std::unique_ptr<Zero3> zero3;
   if (comm != nullptr) zero3 = std::make_unique<Zero3>(*comm, rc);
   GradReducer& reducer = zero3 ? static_cast<GradReducer&>(*zero3) : local;
-  Olmo3Model model(rc.model, kMicro, kSeq, CpuBackend(),
-                   reducer.MakeParamStore(rc.model, CpuBackend()));
-  std::unique_ptr<Optimizer> optimizer = reducer.MakeOptimizer(model.layout(), rc.optim);
+  Olmo3Model model(rc.model, kMicro, kSeq, backend, reducer.MakeParamStore(rc.model, backend));
+  std::unique_ptr<Optimizer> optimizer = reducer.MakeOptimizer(model.layout(), rc.optim, backend);
   const OwnedParams owned = reducer.Owned(model);
   if (from != nullptr) {
     std::memcpy(owned.buffer->data(), from->params.data() + owned.begin,
@@ -128,15 +128,15 @@ void RunRank(Communicator* comm, bool tied, const Trajectory* from, int64_t firs
 
 // world 0: one process without a communicator.
 std::vector<Trajectory> RunWorld(int world, bool tied, const Trajectory* from, int64_t first,
-                                 int64_t last) {
+                                 int64_t last, const Backend& backend = CpuBackend()) {
   if (world == 0) {
     std::vector<Trajectory> got(1);
-    RunRank(nullptr, tied, from, first, last, got[0]);
+    RunRank(nullptr, tied, from, first, last, got[0], backend);
     return got;
   }
   std::vector<Trajectory> got(static_cast<size_t>(world));
   RunThreadGroup(world, [&](Communicator& comm) {
-    RunRank(&comm, tied, from, first, last, got[static_cast<size_t>(comm.rank())]);
+    RunRank(&comm, tied, from, first, last, got[static_cast<size_t>(comm.rank())], backend);
   });
   return got;
 }
@@ -180,6 +180,20 @@ TEST(Zero3, TrainStepsBitIdenticalToSequentialOneProcess) {
       ExpectSameState(got[0], want, what);
     }
   }
+}
+
+// compute.precision bf16 (bf16 matmul operands, fp32 weights gathered): the same property.
+TEST(Zero3, Bf16BitIdenticalToSequentialOneProcess) {
+  const Backend& bf16 = BackendFor(Precision::kBf16);
+  const Trajectory want = std::move(RunWorld(0, false, nullptr, 1, 2, bf16).front());
+  for (int world : {1, 3, 4}) {
+    const std::string what = "bf16 world " + std::to_string(world);
+    const std::vector<Trajectory> got = RunWorld(world, false, nullptr, 1, 2, bf16);
+    for (const Trajectory& rank : got) ExpectSameSteps(rank.steps, want.steps, what);
+    ExpectSameState(got[0], want, what);
+  }
+  const Trajectory fp32 = std::move(RunWorld(0, false, nullptr, 1, 2).front());
+  EXPECT_FALSE(Same(fp32.params, want.params)) << "bf16 ran as fp32";
 }
 
 // The sequential fold is a different sum from the tree: the two trajectories differ (else the
