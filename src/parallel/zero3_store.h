@@ -14,8 +14,8 @@
 // every rank runs its local micro-batches k = 0, 1, ... in order, the accumulator ends up with
 // the left fold over j = 0..M-1: the bits of the world-1 sequential accumulation, for any R.
 // Memory per rank: 2 owned buffers (master, accumulator) + at most 2 unit weight buffers (the tied
-// LM head holds units L+1 and 0 together) + at most 2 unit gradient buffers + 1 receive buffer of
-// the largest unit. Every call is collective (all ranks make the same calls, as Olmo3Model does).
+// LM head holds units L+1 and 0 together; none for units read in place) + at most 2 unit gradient
+// buffers (1 untied) + 1 receive buffer (world > 1), each of the largest unit's size. Every call is collective (all ranks make the same calls, as Olmo3Model does).
 #pragma once
 #include <cstdint>
 #include <vector>
