@@ -9,10 +9,6 @@
 
 namespace replica::parallel {
 
-namespace {
-double Now() { return SecondsSince(Clock::time_point()); }
-}  // namespace
-
 // Local micro-batches in natural order; the store folds their gradients as backward runs, this
 // records their loss sums for ReduceGradients' global fold.
 class Zero3::Accumulation final : public GradAccumulation {
@@ -84,7 +80,7 @@ int64_t Zero3::SumTokens(int64_t local) {
 
 double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                               const Backend& backend) {
-  const double t0 = Now();
+  const auto t0 = Clock::now();
   // Every rank's loss sums; rank r's local micro-batch k is global j = k·R + r.
   const std::vector<double> all = AllGatherEqual(comm_, local_scalars_);
   const size_t world = static_cast<size_t>(comm_.world());
@@ -100,7 +96,7 @@ double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scala
   Zero3ParamStore& st = store();
   Require(&grads == &st.accumulator(), "ZeRO-3: ReduceGradients takes the store's accumulator");
   const double norm = OwnedGradNorm(comm_, st.plan(), grads.data(), backend);
-  reduce_s_ += Now() - t0;
+  reduce_s_ += SecondsSince(t0);
   // The store counts from its start; the report is per step of this reducer.
   gathers_s_ = st.gather_seconds();
   folds_s_ = st.fold_seconds();
