@@ -11,6 +11,7 @@
 #include "parallel/communicator.h"
 #include "parallel/checkpoint_group.h"
 #include "parallel/data_parallel.h"
+#include "parallel/zero3.h"
 #include "eval/decon.h"
 #include "eval/eval_suite.h"
 #include "eval/leak_guard.h"
@@ -55,14 +56,20 @@ replica::cli::CommandRegistration reg(
         options.config = replica::LoadRunConfig(args->config, args->sets, args->import);
         options.rank = comm->rank();
         options.world = comm->world();
-        std::unique_ptr<replica::parallel::DataParallel> parallel;
+        // parallel.sharding zero3 shards parameters, gradients and Adam at any world size
+        // (world 1 included); zero1 with several ranks shards Adam (data_parallel.h).
+        std::unique_ptr<replica::GradReducer> parallel;
         std::unique_ptr<replica::parallel::CommunicatorCheckpointGroup> checkpoint_group;
-        if (comm->world() > 1) {
+        if (options.config.parallel.sharding == "zero3") {
+          parallel = std::make_unique<replica::parallel::Zero3>(*comm, options.config);
+        } else if (comm->world() > 1) {
           parallel = std::make_unique<replica::parallel::DataParallel>(*comm, options.config);
-          options.reducer = parallel.get();
+        }
+        if (comm->world() > 1) {
           checkpoint_group = std::make_unique<replica::parallel::CommunicatorCheckpointGroup>(*comm);
           options.checkpoint_group = checkpoint_group.get();
         }
+        options.reducer = parallel.get();
         options.run_dir = args->run_dir;
         options.progress = !args->quiet;
         const replica::RunConfig& c = options.config;

@@ -5,7 +5,9 @@
 // (ops/backend.h), so no arithmetic on tensors happens here. Every activation the backward needs
 // is saved per layer in one preallocated arena; gradient scratch is shared by all layers, carved
 // for the call's row count out of one region that is zeroed once per layer (the backward ops
-// accumulate). The gradient of the residual stream lives in one buffer that flows from the LM head
+// accumulate). Weights and parameter gradients come one unit at a time from the ParamStore
+// (model/param_store.h): every use of a unit's weights is bracketed by Acquire/Release, and a
+// unit's gradients by Grads/GradsDone in backward. The gradient of the residual stream lives in one buffer that flows from the LM head
 // down to the embedding: each sublayer's backward adds its contribution into it in place (the
 // residual path itself is the identity).
 #include "model/olmo3.h"
@@ -57,12 +59,16 @@ struct LayerTensors {
   F* ff_norm;    // [D]  post_feedforward_layernorm
 };
 
-template <typename F>
-struct ModelTensors {
-  F* embed;  // [V, D]
-  std::vector<LayerTensors<F>> layers;
-  F* final_norm;  // [D]
-  F* lm_head;     // [V, D] (the embedding when tied)
+// Where each layer tensor starts, relative to its unit's first float.
+struct LayerOffsets {
+  size_t q_proj, k_proj, v_proj, o_proj, q_norm, k_norm, gate_proj, up_proj, down_proj, attn_norm,
+      ff_norm;
+  template <typename F>
+  LayerTensors<F> At(F* unit) const {
+    return {unit + q_proj,    unit + k_proj,  unit + v_proj,    unit + o_proj,
+            unit + q_norm,    unit + k_norm,  unit + gate_proj, unit + up_proj,
+            unit + down_proj, unit + attn_norm, unit + ff_norm};
+  }
 };
 
 // What the backward of one layer needs from its forward. N = max_batch * max_seq rows.
@@ -105,9 +111,13 @@ struct Olmo3Model::Impl {
   ParamLayout layout;
   int64_t max_batch, max_seq;
   int64_t D, I, V, L, H, KV, hd, Qd, KVd;  // Qd = H*hd, KVd = KV*hd
-  FlatBuffer params, grads, acts_buffer;
-  ModelTensors<const float> w;
-  ModelTensors<float> dw;
+  std::unique_ptr<ParamStore> store;
+  ResidentParamStore* resident;  // store, when it is the resident one; else null
+  int head_unit;                 // L+1: final norm (+ untied LM head)
+  int lm_head_unit;              // head_unit, or 0 when the LM head is the embedding
+  size_t final_norm_at, lm_head_at;  // offsets in those units
+  std::vector<LayerOffsets> layer_at;  // [L]
+  FlatBuffer acts_buffer;
   std::vector<LayerActivations> acts;
   float* final_in;    // [N, D] residual stream after the last layer
   float* xf;          // [N, D] RMSNorm(final_in)
@@ -119,9 +129,9 @@ struct Olmo3Model::Impl {
   std::vector<size_t> rope_of_layer;  // [L] index into ropes
   LmHeadWorkspace lm_ws;
 
-  Impl(const Backend& backend, const ModelConfig& c, int64_t max_b, int64_t max_t);
-  template <typename F>
-  ModelTensors<F> Bind(F* base) const;
+  Impl(const Backend& backend, const ModelConfig& c, int64_t max_b, int64_t max_t,
+       std::unique_ptr<ParamStore> s);
+  void BindUnits();
   void Carve(Arena& arena);
   LayerGrads TakeLayerGrads(Arena& arena, int64_t N) const;
   void ZeroScratch(float* p, int64_t n) const {
@@ -133,15 +143,21 @@ struct Olmo3Model::Impl {
     return {B, T, H, KV, hd, config.Window(l)};
   }
 
-  void Forward(const int32_t* tokens, int64_t B, int64_t T);  // up to xf
-  void LayerForward(int64_t l, int64_t B, int64_t T);
-  void LayerBackward(int64_t l, int64_t B, int64_t T);
+  // Up to xf. Returns the head unit's weights, left acquired for the caller's LM head (which
+  // releases it).
+  const float* Forward(const int32_t* tokens, int64_t B, int64_t T);
+  // The LM head weights [V, D] for a head unit acquired at `head`; acquires unit 0 when tied.
+  const float* AcquireLmHead(const float* head);
+  void ReleaseHead();
+  void LayerForward(int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p);
+  void LayerBackward(int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p,
+                     const LayerTensors<float>& g);
 };
 
 Olmo3Model::Impl::Impl(const Backend& backend, const ModelConfig& c, int64_t max_b,
-                       int64_t max_t)
+                       int64_t max_t, std::unique_ptr<ParamStore> s)
     : ops(backend),
-      config(c), layout(c.BuildLayout()), max_batch(max_b), max_seq(max_t) {
+      config(c), layout(c.BuildLayout()), max_batch(max_b), max_seq(max_t), store(std::move(s)) {
   Require(max_b >= 1 && max_t >= 1, "Olmo3Model: max batch {} and max sequence {} must be >= 1",
           max_b, max_t);
   D = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, L = c.num_layers;
@@ -152,10 +168,9 @@ Olmo3Model::Impl::Impl(const Backend& backend, const ModelConfig& c, int64_t max
           H, KV, hd);
   Require(static_cast<int64_t>(c.layer_types.size()) == L,
           "Olmo3Model: {} layer types for {} layers", c.layer_types.size(), L);
-  params = FlatBuffer(layout.total_floats());
-  grads = FlatBuffer(layout.total_floats());
-  w = Bind<const float>(params.data());
-  dw = Bind<float>(grads.data());
+  if (!store) store = std::make_unique<ResidentParamStore>(layout, L);
+  resident = dynamic_cast<ResidentParamStore*>(store.get());
+  BindUnits();
   Arena arena;
   Carve(arena);  // count
   acts_buffer = FlatBuffer(arena.used());
@@ -171,23 +186,26 @@ Olmo3Model::Impl::Impl(const Backend& backend, const ModelConfig& c, int64_t max
   lm_ws = LmHeadWorkspace(max_batch * max_seq, V);
 }
 
-template <typename F>
-ModelTensors<F> Olmo3Model::Impl::Bind(F* base) const {
-  auto at = [&](const std::string& name) { return base + layout.Get(name).offset; };
-  ModelTensors<F> t;
-  t.embed = at("model.embed_tokens.weight");
+void Olmo3Model::Impl::BindUnits() {
+  const std::vector<size_t> bounds = UnitBounds(layout, L);
+  head_unit = static_cast<int>(L + 1);
+  auto at = [&](const std::string& name, int unit) {
+    return layout.Get(name).offset - bounds[static_cast<size_t>(unit)];
+  };
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    t.layers.push_back({at(p + "self_attn.q_proj.weight"), at(p + "self_attn.k_proj.weight"),
-                        at(p + "self_attn.v_proj.weight"), at(p + "self_attn.o_proj.weight"),
-                        at(p + "self_attn.q_norm.weight"), at(p + "self_attn.k_norm.weight"),
-                        at(p + "mlp.gate_proj.weight"), at(p + "mlp.up_proj.weight"),
-                        at(p + "mlp.down_proj.weight"), at(p + "post_attention_layernorm.weight"),
-                        at(p + "post_feedforward_layernorm.weight")});
+    const int u = static_cast<int>(l + 1);
+    layer_at.push_back({at(p + "self_attn.q_proj.weight", u), at(p + "self_attn.k_proj.weight", u),
+                        at(p + "self_attn.v_proj.weight", u), at(p + "self_attn.o_proj.weight", u),
+                        at(p + "self_attn.q_norm.weight", u), at(p + "self_attn.k_norm.weight", u),
+                        at(p + "mlp.gate_proj.weight", u), at(p + "mlp.up_proj.weight", u),
+                        at(p + "mlp.down_proj.weight", u),
+                        at(p + "post_attention_layernorm.weight", u),
+                        at(p + "post_feedforward_layernorm.weight", u)});
   }
-  t.final_norm = at("model.norm.weight");
-  t.lm_head = config.tie_word_embeddings ? t.embed : at("lm_head.weight");
-  return t;
+  final_norm_at = at("model.norm.weight", head_unit);
+  lm_head_unit = config.tie_word_embeddings ? 0 : head_unit;
+  lm_head_at = config.tie_word_embeddings ? 0 : at("lm_head.weight", head_unit);
 }
 
 void Olmo3Model::Impl::Carve(Arena& arena) {
@@ -260,9 +278,9 @@ void Olmo3Model::Impl::Validate(const int32_t* tokens, const int32_t* labels, in
 }
 
 // One Olmo 3 block: h = x + RMSNorm(Attn(x)); out = h + RMSNorm(MLP(h)).
-void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T) {
+void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T,
+                                    const LayerTensors<const float>& p) {
   const int64_t N = B * T;
-  const LayerTensors<const float>& p = w.layers[l];
   LayerActivations& a = acts[l];
   float* out = l + 1 < L ? acts[l + 1].x : final_in;
   // Attention, with QK-norm over the whole projection, then RoPE.
@@ -288,10 +306,10 @@ void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T) {
 // The mirror of LayerForward. On entry dres = ∂loss/∂out; on exit it is ∂loss/∂x. Every op
 // accumulates: into dres (the residual stream's gradient), into the parameter gradients, and into
 // this layer's gradient scratch, zeroed once here.
-void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T) {
+void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T,
+                                     const LayerTensors<const float>& p,
+                                     const LayerTensors<float>& g) {
   const int64_t N = B * T;
-  const LayerTensors<const float>& p = w.layers[l];
-  const LayerTensors<float>& g = dw.layers[l];
   const LayerActivations& a = acts[l];
   Arena arena;
   arena.Reset(layer_grads);
@@ -317,22 +335,52 @@ void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T) {
   ops.LinearBackward(a.x, p.q_proj, d.dq_raw, N, D, Qd, dres, g.q_proj);
 }
 
-void Olmo3Model::Impl::Forward(const int32_t* tokens, int64_t B, int64_t T) {
+const float* Olmo3Model::Impl::Forward(const int32_t* tokens, int64_t B, int64_t T) {
   const int64_t N = B * T;
-  ops.EmbeddingForward(w.embed, tokens, N, D, acts[0].x);
-  for (int64_t l = 0; l < L; ++l) LayerForward(l, B, T);
-  ops.RMSNormForward(final_in, w.final_norm, N, D, config.rms_norm_eps, xf, rstd_f);
+  ops.EmbeddingForward(store->Acquire(0), tokens, N, D, acts[0].x);
+  store->Release(0);
+  for (int64_t l = 0; l < L; ++l) {
+    const int u = static_cast<int>(l + 1);
+    LayerForward(l, B, T, layer_at[static_cast<size_t>(l)].At(store->Acquire(u)));
+    store->Release(u);
+  }
+  const float* head = store->Acquire(head_unit);
+  ops.RMSNormForward(final_in, head + final_norm_at, N, D, config.rms_norm_eps, xf, rstd_f);
+  return head;
+}
+
+const float* Olmo3Model::Impl::AcquireLmHead(const float* head) {
+  return lm_head_unit == head_unit ? head + lm_head_at : store->Acquire(lm_head_unit) + lm_head_at;
+}
+
+void Olmo3Model::Impl::ReleaseHead() {
+  if (lm_head_unit != head_unit) store->Release(lm_head_unit);
+  store->Release(head_unit);
 }
 
 Olmo3Model::Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
                        const Backend& backend)
-    : impl_(std::make_unique<Impl>(backend, config, max_batch, max_seq)) {}
+    : impl_(std::make_unique<Impl>(backend, config, max_batch, max_seq, nullptr)) {}
+Olmo3Model::Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
+                       const Backend& backend, std::unique_ptr<ParamStore> store)
+    : impl_(std::make_unique<Impl>(backend, config, max_batch, max_seq, std::move(store))) {}
 Olmo3Model::~Olmo3Model() = default;
 
 const ModelConfig& Olmo3Model::config() const { return impl_->config; }
 const ParamLayout& Olmo3Model::layout() const { return impl_->layout; }
-FlatBuffer& Olmo3Model::params() { return impl_->params; }
-FlatBuffer& Olmo3Model::grads() { return impl_->grads; }
+FlatBuffer& Olmo3Model::params() {
+  Require(impl_->resident != nullptr,
+          "Olmo3Model: the parameters are sharded over ranks (parallel.sharding: zero3); there is "
+          "no whole parameter buffer");
+  return impl_->resident->params();
+}
+FlatBuffer& Olmo3Model::grads() {
+  Require(impl_->resident != nullptr,
+          "Olmo3Model: the gradients are sharded over ranks (parallel.sharding: zero3); there is "
+          "no whole gradient buffer");
+  return impl_->resident->grads();
+}
+ParamStore& Olmo3Model::store() { return *impl_->store; }
 const Backend& Olmo3Model::backend() const { return impl_->ops; }
 
 CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B,
@@ -341,19 +389,33 @@ CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_
   Require(labels != nullptr, "Olmo3Model::ForwardBackward: labels are required");
   m.Validate(tokens, labels, B, T);
   const int64_t N = B * T, D = m.D;
-  m.Forward(tokens, B, T);
+  ParamStore& store = *m.store;
+  const float* head = m.Forward(tokens, B, T);
   m.ZeroScratch(m.dxf, N * D);
   m.ZeroScratch(m.dres, N * D);
-  // logits = xf lm_head^T, fused with CE + z-loss and their backward.
-  CrossEntropySums s = m.ops.LmHeadLossForwardBackward(m.xf, m.w.lm_head, labels, N, D, m.V,
-                                                       grad_scale, z_loss_multiplier, m.lm_ws,
-                                                       m.dxf, m.dw.lm_head);
+  // logits = xf lm_head^T, fused with CE + z-loss and their backward. Tied: the LM head's
+  // gradient goes into unit 0's, which stays open until the embedding's backward.
+  float* dhead = store.Grads(m.head_unit);
+  float* dlm_head =
+      (m.lm_head_unit == m.head_unit ? dhead : store.Grads(m.lm_head_unit)) + m.lm_head_at;
+  CrossEntropySums s = m.ops.LmHeadLossForwardBackward(m.xf, m.AcquireLmHead(head), labels, N, D,
+                                                       m.V, grad_scale, z_loss_multiplier, m.lm_ws,
+                                                       m.dxf, dlm_head);
   // xf = RMSNorm(final_in)
-  m.ops.RMSNormBackward(m.final_in, m.w.final_norm, m.rstd_f, m.dxf, N, D, m.dres,
-                        m.dw.final_norm);
-  for (int64_t l = m.L - 1; l >= 0; --l) m.LayerBackward(l, B, T);
+  m.ops.RMSNormBackward(m.final_in, head + m.final_norm_at, m.rstd_f, m.dxf, N, D, m.dres,
+                        dhead + m.final_norm_at);
+  m.ReleaseHead();
+  store.GradsDone(m.head_unit);
+  for (int64_t l = m.L - 1; l >= 0; --l) {
+    const int u = static_cast<int>(l + 1);
+    const LayerOffsets& at = m.layer_at[static_cast<size_t>(l)];
+    m.LayerBackward(l, B, T, at.At(store.Acquire(u)), at.At(store.Grads(u)));
+    store.Release(u);
+    store.GradsDone(u);
+  }
   // x0 = embed_tokens[tokens]
-  m.ops.EmbeddingBackward(tokens, m.dres, N, m.V, D, m.dw.embed);
+  m.ops.EmbeddingBackward(tokens, m.dres, N, m.V, D, store.Grads(0));
+  store.GradsDone(0);
   return s;
 }
 
@@ -362,17 +424,19 @@ CrossEntropySums Olmo3Model::ForwardLoss(const int32_t* tokens, const int32_t* l
   Impl& m = *impl_;
   Require(labels != nullptr, "Olmo3Model::ForwardLoss: labels are required");
   m.Validate(tokens, labels, B, T);
-  m.Forward(tokens, B, T);
+  const float* head = m.Forward(tokens, B, T);
   CrossEntropySums s =
-      m.ops.LmHeadLossForward(m.xf, m.w.lm_head, labels, B * T, m.D, m.V, m.lm_ws);
+      m.ops.LmHeadLossForward(m.xf, m.AcquireLmHead(head), labels, B * T, m.D, m.V, m.lm_ws);
+  m.ReleaseHead();
   return s;
 }
 
 void Olmo3Model::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
   Impl& m = *impl_;
   m.Validate(tokens, nullptr, B, T);
-  m.Forward(tokens, B, T);
-  m.ops.LmHeadLogits(m.xf, m.w.lm_head, B * T, m.D, m.V, logits);
+  const float* head = m.Forward(tokens, B, T);
+  m.ops.LmHeadLogits(m.xf, m.AcquireLmHead(head), B * T, m.D, m.V, logits);
+  m.ReleaseHead();
 }
 
 }  // namespace replica

@@ -1,6 +1,8 @@
-// The Olmo 3 decoder on flat buffers (docs/design.md §2, §3): parameters and gradients each live in one
-// FlatBuffer laid out by ModelConfig::BuildLayout(); activations are preallocated for a maximum
-// micro-batch shape, so a step allocates nothing. Every computation runs on the Backend the model
+// The Olmo 3 decoder on flat buffers (docs/design.md §2, §3): parameters and gradients are laid out
+// by ModelConfig::BuildLayout() and reached one unit at a time through a ParamStore
+// (model/param_store.h): by default a ResidentParamStore holding both whole, which params() and
+// grads() expose; a sharded store (ZeRO-3) gathers each unit's weights when the model acquires
+// them. Activations are preallocated for a maximum micro-batch shape, so a step allocates nothing. Every computation runs on the Backend the model
 // is built over (ops/backend.h; the fp32 CPU one unless another is given), which the training step
 // reads back through backend() for its own buffer math.
 #pragma once
@@ -8,6 +10,7 @@
 #include <memory>
 
 #include "model/model_config.h"
+#include "model/param_store.h"
 #include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
@@ -18,17 +21,23 @@ class Olmo3Model {
   // `backend` must outlive the model.
   Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
              const Backend& backend = CpuBackend());
+  // The same over `store` (units as UnitBounds(layout(), num_layers) cut them).
+  Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq, const Backend& backend,
+             std::unique_ptr<ParamStore> store);
   ~Olmo3Model();
 
   const ModelConfig& config() const;
   const ParamLayout& layout() const;
+  // The resident store's whole buffers; Error when the model runs over another store.
   FlatBuffer& params();
   FlatBuffer& grads();
+  ParamStore& store();
   const Backend& backend() const;
 
   // Forward and backward on tokens/labels [B, T] (B <= max_batch, T <= max_seq). Gradients of
   //   grad_scale · Σ_tokens (CE + z_loss_multiplier · lse²)
-  // are ACCUMULATED (+=) into grads(). Returns the unscaled sums.
+  // are ACCUMULATED (+=) into the store's unit gradients (grads() for the resident store). Returns
+  // the unscaled sums.
   CrossEntropySums ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T,
                            double grad_scale, double z_loss_multiplier);
   // Loss only: no logits tensor of [B, T, V] is formed.

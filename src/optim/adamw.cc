@@ -48,6 +48,14 @@ void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& deca
                       const float* grads, float* m, float* v, size_t begin, size_t end,
                       const AdamWConfig& c, double lr, double grad_coef, int64_t step,
                       const Backend& backend) {
+  AdamWUpdateShard(layout, decay, params + begin, grads + begin, m, v, begin, end, c, lr,
+                   grad_coef, step, backend);
+}
+
+void AdamWUpdateShard(const ParamLayout& layout, const std::vector<double>& decay, float* params,
+                      const float* grads, float* m, float* v, size_t begin, size_t end,
+                      const AdamWConfig& c, double lr, double grad_coef, int64_t step,
+                      const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kOptimizer);
   const double b1 = c.betas[0], b2 = c.betas[1], eps = c.eps;
   const double bias1 = 1.0 - std::pow(b1, static_cast<double>(step));
@@ -60,7 +68,8 @@ void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& deca
     if (lo >= hi) continue;
     const double keep = 1.0 - lr * decay[vi];
     const AdamWCoefficients coefs{grad_coef, keep, b1, b2, step_size, bias2_sqrt, eps};
-    backend.AdamWUpdate(params + lo, grads + lo, m + (lo - begin), v + (lo - begin),
+    backend.AdamWUpdate(params + (lo - begin), grads + (lo - begin), m + (lo - begin),
+                        v + (lo - begin),
                         static_cast<int64_t>(hi - lo), coefs);
   }
 }

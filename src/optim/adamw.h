@@ -64,6 +64,12 @@ void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& deca
                       const float* grads, float* m, float* v, size_t begin, size_t end,
                       const AdamWConfig& config, double lr, double grad_coef, int64_t step,
                       const Backend& backend = CpuBackend());
+// The same update where params and grads, like m and v, point at element `begin` (a rank that
+// holds only the range [begin, end) of the parameters and gradients: ZeRO-3).
+void AdamWUpdateShard(const ParamLayout& layout, const std::vector<double>& decay, float* params,
+                      const float* grads, float* m, float* v, size_t begin, size_t end,
+                      const AdamWConfig& config, double lr, double grad_coef, int64_t step,
+                      const Backend& backend = CpuBackend());
 
 // Error naming the key unless betas holds two values (the rest is range-checked by the run config).
 void RequireAdamWConfig(const AdamWConfig& config);

@@ -42,6 +42,11 @@ class TimedZero1 final : public Optimizer {
 
 DataParallel::DataParallel(Communicator& comm, const RunConfig& config)
     : comm_(comm) {
+  Require(comm.world() == 1 || config.train.grad_accumulation == "tree",
+          "config keys 'train.grad_accumulation' ({}) and 'parallel.sharding' ({}) with {} ranks: "
+          "ZeRO-1 data parallelism sums micro-batches along the fixed tree; set "
+          "train.grad_accumulation: tree, or parallel.sharding: zero3 for the sequential fold",
+          config.train.grad_accumulation, config.parallel.sharding, comm.world());
   RequireRankIndependentBatch(config.NumMicroBatches(), comm.world());
 }
 

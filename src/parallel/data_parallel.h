@@ -25,7 +25,8 @@ namespace replica::parallel {
 class DataParallel final : public GradReducer {
  public:
   // Error (naming the config keys) when the config's global batch cannot be shared by
-  // comm.world() ranks with rank-count-independent results.
+  // comm.world() ranks with rank-count-independent results, or asks for the sequential
+  // accumulation with more than one rank (that needs parallel.sharding: zero3).
   DataParallel(Communicator& comm, const RunConfig& config);
   // Rank 0 prints where the data-parallel time went (stderr, one line).
   ~DataParallel() override;

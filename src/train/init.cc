@@ -1,5 +1,6 @@
 #include "train/init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -52,6 +53,13 @@ void InitParams(const ParamLayout& layout, FlatBuffer& params, const InitOptions
   Require(params.size() >= layout.total_floats(),
           "init: parameter buffer has {} floats, layout needs {}", params.size(),
           layout.total_floats());
+  InitParamsRange(layout, params.data(), 0, layout.total_floats(), options);
+}
+
+void InitParamsRange(const ParamLayout& layout, float* out, size_t begin, size_t end,
+                     const InitOptions& options) {
+  Require(begin <= end && end <= layout.total_floats(),
+          "init: range [{}, {}) outside the layout's {} floats", begin, end, layout.total_floats());
   Require(options.std > 0 && options.cutoff_sigmas > 0, "init: std and cutoff must be positive");
   // Rejection at 3σ is built into TruncatedStdNormal; other cutoffs clamp the redraw bound.
   Require(options.cutoff_sigmas == 3.0,
@@ -60,8 +68,10 @@ void InitParams(const ParamLayout& layout, FlatBuffer& params, const InitOptions
   const auto& views = layout.views();
   for (size_t i = 0; i < views.size(); ++i) {
     const ParamView& v = views[i];
-    float* p = params.data() + v.offset;
-    const int64_t n = static_cast<int64_t>(v.numel);
+    const size_t lo = std::max(begin, v.offset), hi = std::min(end, v.offset + v.numel);
+    if (lo >= hi) continue;
+    float* p = out + (lo - begin);
+    const int64_t first = static_cast<int64_t>(lo - v.offset), n = static_cast<int64_t>(hi - lo);
     if (IsNormWeight(v.name)) {
       for (int64_t e = 0; e < n; ++e) p[e] = 1.0f;
       continue;
@@ -69,8 +79,9 @@ void InitParams(const ParamLayout& layout, FlatBuffer& params, const InitOptions
     const uint32_t stream = static_cast<uint32_t>(i);
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < n; ++e) {
-      p[e] = static_cast<float>(options.std *
-                                TruncatedStdNormal(options.seed, stream, static_cast<uint64_t>(e)));
+      p[e] = static_cast<float>(
+          options.std *
+          TruncatedStdNormal(options.seed, stream, static_cast<uint64_t>(first + e)));
     }
   }
 }

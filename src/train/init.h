@@ -35,5 +35,10 @@ bool IsNormWeight(const std::string& name);
 
 // Fills `params` (laid out by `layout`) as described above. Padding between views stays zero.
 void InitParams(const ParamLayout& layout, FlatBuffer& params, const InitOptions& options);
+// The same for floats [begin, end) of the flat layout only, into out[0, end - begin) (a rank that
+// holds only that range: ZeRO-3); padding left untouched. The values are those InitParams puts
+// there, and no full-size buffer is made.
+void InitParamsRange(const ParamLayout& layout, float* out, size_t begin, size_t end,
+                     const InitOptions& options);
 
 }  // namespace replica

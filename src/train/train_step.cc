@@ -17,7 +17,7 @@ TrainStep::TrainStep(Olmo3Model& model, GradReducer& reducer, Optimizer& optimiz
       skip_(skip),
       mu_(micro_batch_instances),
       zmul_(z_loss_multiplier),
-      acc_(model.grads().size(), 1, model.backend()) {
+      acc_(reducer.MakeAccumulation(model)) {
   Require(mu_ >= 1, "train step: micro-batch size must be >= 1, got {}", mu_);
 }
 
@@ -38,16 +38,7 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   ids_.resize(static_cast<size_t>(mu_ * T));
   labels_.resize(ids_.size());
   const size_t row_bytes = static_cast<size_t>(T) * sizeof(int32_t);
-  FlatBuffer& grads = model_.grads();
-  acc_.Reset(m);
-  if (static_cast<int64_t>(order_.size()) != m) order_ = MicroBatchOrder(m);
-  TreeAccumulator::Scalars sums{};
-  {
-    // Later micro-batches find the buffer zeroed by the accumulator.
-    ProfileScope profile_scope(ProfileCategory::kZero);
-    model_.backend().Zero(grads.data(), static_cast<int64_t>(grads.size()));
-  }
-  for (int64_t k : order_) {
+  for (int64_t k : acc_->Begin(m)) {
     for (int64_t i = 0; i < mu_; ++i) {
       const int64_t r = k + m * i;  // MicroBatchPositions(k, m, mu)
       std::memcpy(ids_.data() + i * T, ids + r * T, row_bytes);
@@ -55,8 +46,10 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
     }
     const CrossEntropySums ls =
         model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
-    sums = acc_.Add(grads, {ls.ce_sum, ls.lse_sq_sum});
+    acc_->Add(k, {ls.ce_sum, ls.lse_sq_sum});
   }
+  FlatBuffer& grads = acc_->grads();
+  GradAccumulation::Scalars sums = acc_->scalars();
   out.grad_norm = reducer_.ReduceGradients(grads, sums, model_.backend());
 
   const double n = static_cast<double>(out.label_tokens);
@@ -67,7 +60,7 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   // A NaN/Inf step is never applied and stays out of the skip rule's history (non_finite_guard.h).
   out.non_finite = !IsFiniteStep(out.loss, out.grad_norm);
   out.skipped = out.non_finite || !skip_.Observe(out.ce_loss, out.grad_norm);
-  if (!out.skipped) optimizer_.Step(model_.params(), grads, lr, out.clip_coef);
+  if (!out.skipped) optimizer_.Step(acc_->params(), grads, lr, out.clip_coef);
   return out;
 }
 

@@ -2,23 +2,26 @@
 // the trainer and the fixture-trajectory tests so both run the same code:
 //   1. N = labels != -100 over the whole global batch (GradReducer::SumTokens over ranks), before
 //      any backward;
-//   2. for each micro-batch, in MicroBatchOrder: zero grads, forward+backward with
-//      grad_scale = 1/N and the z-loss multiplier, fold into the fixed reduction tree
-//      (grad_accum.h); the reducer combines the ranks' partial sums and gives ‖g‖ (fixed order);
+//   2. for each micro-batch, in the order the reducer's accumulation gives (grad_accumulation.h:
+//      the fixed tree of grad_accum.h, or the sequential fold): forward+backward with
+//      grad_scale = 1/N and the z-loss multiplier, then the accumulation's Add; the reducer
+//      combines the ranks' sums and gives ‖g‖ (fixed order);
 //   3. ce = Σce/N, z = zmul·Σlse²/N, loss = ce + z; clip coefficient;
 //   4. skip rule on (ce, ‖g‖); unless skipped, Optimizer::Step with the given LR and clip
 //      coefficient.
-// The same code runs for one process (LocalGradReducer + AdamW) and for R data-parallel ranks
-// (DataParallel + ZeRO-1), with the same bits (grad_reducer.h).
+// The same code runs for one process (LocalGradReducer + AdamW), for R data-parallel ranks
+// (DataParallel + ZeRO-1) and for ZeRO-3 (parallel/zero3.h), with the same bits as the one
+// process with the same accumulation (grad_reducer.h).
 // Micro-batch k of a rank batch of M·μ rows holds rows k, k+M, k+2M, ... (grad_accum.h).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/olmo3.h"
 #include "optim/optimizer.h"
 #include "optim/skip_step.h"
-#include "train/grad_accum.h"
+#include "train/grad_accumulation.h"
 #include "train/grad_reducer.h"
 
 namespace replica {
@@ -48,8 +51,7 @@ class TrainStep {
   int64_t mu_;
   double zmul_;
   std::vector<int32_t> ids_, labels_;  // one micro-batch, gathered
-  TreeAccumulator acc_;                // its spare buffers live across steps
-  std::vector<int64_t> order_;         // MicroBatchOrder(m) for the last m
+  std::unique_ptr<GradAccumulation> acc_;  // reducer.MakeAccumulation(model)
 };
 
 }  // namespace replica

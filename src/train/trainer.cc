@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -159,6 +160,21 @@ StartPoint FindStart(const TrainerOptions& opt, int64_t micro, RunLog& log) {
   return start;
 }
 
+// Fills what this rank owns of the parameters (GradReducer::Owned) from `read`, which fills a
+// whole layout-sized buffer: directly when the rank owns everything, else through a full-size
+// temporary of which it keeps its range (a whole-checkpoint reader has no ranged read).
+void ReadOwnedParams(const ParamLayout& layout, const OwnedParams& owned,
+                     const std::function<void(FlatBuffer&)>& read) {
+  if (owned.begin == 0 && owned.end == layout.total_floats()) {
+    read(*owned.buffer);
+    return;
+  }
+  FlatBuffer whole(layout.total_floats());
+  read(whole);
+  std::memcpy(owned.buffer->data(), whole.data() + owned.begin,
+              (owned.end - owned.begin) * sizeof(float));
+}
+
 void ConfigureFaults(const RunConfig& cfg) {
   fault::FaultSpec fspec;
   if (cfg.fault.kill_at_step > 0) fspec.kill_at_step = cfg.fault.kill_at_step;
@@ -242,6 +258,7 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
       cfg_(options.config),
       shape_(CheckBatchShape(options)),
       writer_(options.rank == 0),
+      local_reducer_(options.config.train.grad_accumulation),
       reducer_(options.reducer != nullptr ? *options.reducer : local_reducer_),
       group_(options.checkpoint_group != nullptr ? *options.checkpoint_group : local_group_),
       skip_(options.config.train.skip_step) {
@@ -268,31 +285,35 @@ void TrainingRun::LoadOrInitState() {
   if (start_.resume) summary_.resumed_from = start_.resume->dir;
   if (writer_) WriteRunConfig(opt_.run_dir, cfg_);
 
-  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, BackendFor(compute_.precision));
+  const Backend& backend = BackendFor(compute_.precision);
+  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, backend,
+                 reducer_.MakeParamStore(cfg_.model, backend));
   const ParamLayout& layout = model_->layout();
+  const OwnedParams owned = reducer_.Owned(*model_);
   optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
   const std::optional<Checkpoint>& ckpt = start_.checkpoint;
   if (ckpt) {
-    // Each rank reads what it owns, from the shards that overlap it (any world size wrote them).
-    const OwnedState owned = optimizer_->Owned();
-    if (owned.params != nullptr)
-      ckpt->ReadRange(ShardField::kParams, layout, owned.begin, owned.end, owned.params);
-    else
-      ckpt->LoadParams(layout, model_->params());  // every rank holds every parameter
+    // Each rank reads what it owns, from the shards that overlap it (any world size wrote them):
+    // the parameters it holds (all of them, or its ZeRO-3 range) and its range of m and v.
+    ckpt->ReadRange(ShardField::kParams, layout, owned.begin, owned.end, owned.buffer->data());
     if (start_.resume || cfg_.init.load_optimizer) {
-      ckpt->ReadRange(ShardField::kAdamM, layout, owned.begin, owned.end, owned.m);
-      ckpt->ReadRange(ShardField::kAdamV, layout, owned.begin, owned.end, owned.v);
+      const OwnedState state = optimizer_->Owned();
+      ckpt->ReadRange(ShardField::kAdamM, layout, state.begin, state.end, state.m);
+      ckpt->ReadRange(ShardField::kAdamV, layout, state.begin, state.end, state.v);
       optimizer_->SetStep(ckpt->adam_step());
     }
   } else if (!cfg_.init.from_checkpoint.empty()) {
-    LoadHfWeights(cfg_.init.from_checkpoint, layout, model_->params());
+    ReadOwnedParams(layout, owned, [&](FlatBuffer& p) {
+      LoadHfWeights(cfg_.init.from_checkpoint, layout, p);
+    });
     Require(!cfg_.init.load_optimizer,
             "init.from_checkpoint: {} is a Hugging Face model directory without optimizer state; "
             "set init.load_optimizer=false",
             cfg_.init.from_checkpoint);
   } else {
-    InitParams(layout, model_->params(),
-               {.seed = cfg_.init.seed, .std = cfg_.model.initializer_range});
+    // Element by element from (seed, tensor, index): a rank computes only what it owns.
+    InitParamsRange(layout, owned.buffer->data(), owned.begin, owned.end,
+                    {.seed = cfg_.init.seed, .std = cfg_.model.initializer_range});
   }
   if (const std::optional<TrainState>& saved = start_.saved) {
     step_ = saved->step;
@@ -475,13 +496,15 @@ void TrainingRun::Log(const StepRecord& r) {
 }
 
 void TrainingRun::MaybeEvaluate(int64_t s) {
-  const bool due = opt_.eval && writer_ &&  // rank 0 evaluates; the others wait for it
+  // Rank 0 evaluates and the others wait for it, unless the forward is collective (sharded
+  // weights): then every rank runs it and rank 0 records it.
+  const bool due = opt_.eval && (writer_ || reducer_.CollectiveForward()) &&
                    ((cfg_.eval.interval > 0 && s % cfg_.eval.interval == 0) || last(s));
   if (!due) return;
   const auto e0 = Clock::now();
   ProfileScope scope(ProfileCategory::kEval);
   nlohmann::json result = opt_.eval(s, *model_);
-  if (result.is_object() && !result.empty()) {
+  if (writer_ && result.is_object() && !result.empty()) {
     metrics_->Write(EncodeNonFinite({{"step", s}, {"eval", result}}));
     log_->Line(fmt::format("step {}: eval ({:.1f}s) {}", s, SecondsSince(e0),
                            result.dump()));
@@ -517,8 +540,12 @@ void TrainingRun::SaveCheckpoint(int64_t s) {
   // Every rank writes the range it owns: its Adam m and v, and the parameters of the range (the
   // optimizer's master copy when it holds one, else this rank's full buffer).
   const OwnedState owned = optimizer_->Owned();
-  const float* params =
-      owned.params != nullptr ? owned.params : model_->params().data() + owned.begin;
+  // The parameters of that range from what this rank holds (all of them, or its ZeRO-3 range).
+  const OwnedParams held = reducer_.Owned(*model_);
+  Require(owned.begin >= held.begin && owned.end <= held.end,
+          "trainer: the optimizer owns [{}, {}) but this rank holds parameters [{}, {})",
+          owned.begin, owned.end, held.begin, held.end);
+  const float* params = held.buffer->data() + (owned.begin - held.begin);
   checkpoints_->Save(s, model_->layout(), {owned.begin, owned.end, params, owned.m, owned.v},
                      optimizer_->step(), writer_ ? st.ToJson() : nlohmann::json(),
                      writer_ ? cfg_.model.ToHfJson() : nlohmann::json());

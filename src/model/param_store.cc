@@ -1,0 +1,33 @@
+#include "model/param_store.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace replica {
+
+std::vector<size_t> UnitBounds(const ParamLayout& layout, int64_t num_layers) {
+  Require(num_layers >= 1, "parameter units: {} layers", num_layers);
+  std::vector<size_t> bounds;
+  bounds.push_back(layout.Get("model.embed_tokens.weight").offset);
+  Require(bounds[0] == 0, "parameter units: the embedding is not the layout's first tensor");
+  for (int64_t l = 0; l < num_layers; ++l) {
+    const size_t at =
+        layout.Get("model.layers." + std::to_string(l) + ".self_attn.q_proj.weight").offset;
+    Require(at > bounds.back(), "parameter units: layer {} does not follow unit {}", l,
+            bounds.size() - 1);
+    bounds.push_back(at);
+  }
+  const size_t head = layout.Get("model.norm.weight").offset;
+  Require(head > bounds.back(), "parameter units: the final norm does not follow the last layer");
+  bounds.push_back(head);
+  bounds.push_back(layout.total_floats());
+  return bounds;
+}
+
+ResidentParamStore::ResidentParamStore(const ParamLayout& layout, int64_t num_layers)
+    : bounds_(UnitBounds(layout, num_layers)),
+      params_(layout.total_floats()),
+      grads_(layout.total_floats()) {}
+
+}  // namespace replica
