@@ -65,10 +65,8 @@ same() {  # same <what> <run-a> <run-b>: metrics bit-identical and final checkpo
   fi
   cmp -s <(grep '"eval"' "$a/metrics.jsonl") <(grep '"eval"' "$b/metrics.jsonl") \
     || { echo "FAIL: $what: eval lines differ"; fail=1; }
-  for f in model.safetensors optim.safetensors; do
-    cmp -s "$a/checkpoints/step-00000008/$f" "$b/checkpoints/step-00000008/$f" \
-      || { echo "FAIL: $what: final $f differs"; fail=1; }
-  done
+  same_checkpoint_state "$a/checkpoints/step-00000008" "$b/checkpoints/step-00000008" \
+    || { echo "FAIL: $what: final params, Adam m, v or step differ"; fail=1; }
 }
 Z=(--set parallel.sharding=zero3)
 
