@@ -1,6 +1,8 @@
 // The Olmo 3 decoder on flat buffers (docs/design.md §2, §3): parameters and gradients each live in one
 // FlatBuffer laid out by ModelConfig::BuildLayout(); activations are preallocated for a maximum
-// micro-batch shape, so a step allocates nothing. Every computation runs on the Backend the model
+// micro-batch shape, so a step allocates nothing; the recompute policy (model/recompute.h) decides
+// how much of them a layer keeps for the backward, and changes no bit of any result. Every
+// computation runs on the Backend the model
 // is built over (ops/backend.h; the fp32 CPU one unless another is given), which the training step
 // reads back through backend() for its own buffer math.
 #pragma once
@@ -8,6 +10,7 @@
 #include <memory>
 
 #include "model/model_config.h"
+#include "model/recompute.h"
 #include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
@@ -17,8 +20,16 @@ class Olmo3Model {
  public:
   // `backend` must outlive the model.
   Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
-             const Backend& backend = CpuBackend());
+             const Backend& backend = CpuBackend(), Recompute recompute = Recompute::kNone);
   ~Olmo3Model();
+
+  // Floats of the activation arena (saved values, working set, head buffers, gradient scratch)
+  // a model of this shape allocates under `recompute`; the LM head's workspace and the RoPE tables
+  // are not in it.
+  static uint64_t ActivationArenaFloats(const ModelConfig& config, int64_t max_batch,
+                                        int64_t max_seq, Recompute recompute);
+  Recompute recompute() const;
+  uint64_t activation_arena_floats() const;  // what this model allocated
 
   const ModelConfig& config() const;
   const ParamLayout& layout() const;

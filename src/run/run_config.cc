@@ -11,8 +11,10 @@
 
 #include "core/atomic_file.h"
 #include "core/checked_math.h"
+#include "core/byte_size.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "model/recompute.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/precision.h"
 
@@ -86,6 +88,12 @@ const std::vector<Field>& Fields() {
        "weight of logsumexp^2 in the loss"},
       {"train.log_interval", Kind::kInt, false, REF(train.log_interval),
        "progress line every N steps"},
+      {"train.grad_accumulation", Kind::kString, true, REF(train.grad_accumulation),
+       "how micro-batch gradients are summed: tree (evens-first pairwise) | sequential (left fold "
+       "in micro-batch order; parallel.sharding zero3 needs it)"},
+      {"train.recompute", Kind::kString, false, REF(train.recompute),
+       "activation recomputation: none | mlp (SwiGLU MLP) | full (whole layer) | auto (the "
+       "cheapest that fits parallel.memory_per_rank); changes no bit"},
       {"train.skip_step.enabled", Kind::kBool, true, REF(train.skip_step.enabled),
        "skip steps whose loss or grad norm is an outlier"},
       {"train.skip_step.window", Kind::kInt, true, REF(train.skip_step.window),
@@ -133,6 +141,11 @@ const std::vector<Field>& Fields() {
        "what every matmul is fed: fp32 | bf16 (bf16 inputs, fp32 accumulation)"},
       {"compute.isa", Kind::kString, false, REF(compute.isa),
        "cap on the CPU's instruction set: auto | avx2 | avx512 | amx"},
+      {"parallel.sharding", Kind::kString, false, REF(parallel.sharding),
+       "what ranks shard: zero1 (Adam m, v) | zero3 (parameters, gradients, Adam m, v)"},
+      {"parallel.memory_per_rank", Kind::kString, false, REF(parallel.memory_per_rank),
+       "memory one rank may use, bytes or e.g. 24GiB (0: physical memory / ranks on this host); "
+       "what train.recompute auto plans against"},
       {"fault.kill_at_step", Kind::kInt, false, REF(fault.kill_at_step),
        "test hook: SIGKILL itself after this step (0 = off)"},
       {"fault.kill_in_checkpoint", Kind::kInt, false, REF(fault.kill_in_checkpoint),
@@ -179,7 +192,7 @@ const std::vector<ModelKey>& ModelKeys() {
 const std::set<std::string>& Sections() {
   static const std::set<std::string> s = {"model", "init", "data", "train", "train.skip_step",
                                           "optim", "optim.schedule", "checkpoint", "eval", "compute",
-                                          "fault"};
+                                          "parallel", "fault"};
   return s;
 }
 
@@ -654,6 +667,21 @@ void Validate(RunConfig& c, const std::string& source,
           W("eval.leak_guard"), c.eval.leak_guard);
   ParsePrecision(c.compute.precision, W("compute.precision") + "config key 'compute.precision'");
   ResolveIsa(c.compute.isa, W("compute.isa") + "config key 'compute.isa'");
+  Require(c.train.grad_accumulation == "tree" || c.train.grad_accumulation == "sequential",
+          "{}config key 'train.grad_accumulation': expected tree or sequential, got '{}'",
+          W("train.grad_accumulation"), c.train.grad_accumulation);
+  Require(c.parallel.sharding == "zero1" || c.parallel.sharding == "zero3",
+          "{}config key 'parallel.sharding': expected zero1 or zero3, got '{}'",
+          W("parallel.sharding"), c.parallel.sharding);
+  Require(c.parallel.sharding != "zero3" || c.train.grad_accumulation == "sequential",
+          "{}config keys 'parallel.sharding' (zero3) and 'train.grad_accumulation' ({}): zero3 "
+          "folds micro-batch gradients into each owner's shard in micro-batch order; set "
+          "train.grad_accumulation: sequential",
+          W("parallel.sharding"), c.train.grad_accumulation);
+  if (c.train.recompute != "auto")
+    ParseRecompute(c.train.recompute, W("train.recompute") + "config key 'train.recompute' (or auto)");
+  ParseByteSize(c.parallel.memory_per_rank,
+                W("parallel.memory_per_rank") + "config key 'parallel.memory_per_rank'");
   non_negative(c.fault.kill_at_step, "fault.kill_at_step");
   non_negative(c.fault.kill_in_checkpoint, "fault.kill_in_checkpoint");
   Require(c.fault.kill_in_checkpoint_phase == "files" ||
@@ -771,6 +799,11 @@ std::string Render(const RunConfig& c, bool trajectory_only) {
   std::vector<std::string> open;  // currently open nested sections
   for (const Field& f : Fields()) {
     if (trajectory_only && !f.trajectory) continue;
+    // Added after runs existed: its default (the only behaviour before it) leaves the trajectory
+    // hash of those runs as it was.
+    if (trajectory_only && f.key == std::string("train.grad_accumulation") &&
+        c.train.grad_accumulation == "tree")
+      continue;
     std::vector<std::string> parts;
     std::string k = f.key;
     for (size_t pos; (pos = k.find('.')) != std::string::npos; k = k.substr(pos + 1))

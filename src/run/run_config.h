@@ -61,6 +61,12 @@ struct RunConfig {
     double z_loss_multiplier = 1e-5;
     SkipStepConfig skip_step;
     int64_t log_interval = 1;           // progress line every N steps (metrics: every step)
+    // How micro-batch gradients are summed (train/grad_accumulation.h): "tree" (the evens-first
+    // pairwise tree) or "sequential" (left fold in micro-batch order). Trajectory key.
+    std::string grad_accumulation = "tree";
+    // Activation recomputation (model/recompute.h): none | mlp | full, or auto = the cheapest
+    // that fits parallel.memory_per_rank (run/plan.h). Changes no bit: not a trajectory key.
+    std::string recompute = "auto";
   } train;
 
   // The AdamW keys (betas, eps, weight_decay, max_grad_norm, no_decay: optim/adamw.h), the peak
@@ -91,6 +97,14 @@ struct RunConfig {
     std::string precision = "fp32";  // fp32 | bf16: what every matmul is fed
     std::string isa = "auto";        // auto | avx2 | avx512 | amx: a cap on the CPU's ISA
   } compute;
+
+  // How a multi-rank job shares the model (docs/distributed.md). Not a trajectory key.
+  struct Parallel {
+    std::string sharding = "zero1";  // zero1: Adam sharded | zero3: parameters, grads, Adam sharded
+    // Memory one rank may use (core/byte_size.h: bytes or "24GiB"); "0" = this machine's physical
+    // memory divided by the ranks on it. What train.recompute: auto plans against.
+    std::string memory_per_rank = "0";
+  } parallel;
 
   struct Fault {
     int64_t kill_at_step = 0;        // abort (SIGKILL itself) right after this step's metrics

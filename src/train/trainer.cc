@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "checkpoint/reader.h"
 #include "checkpoint/writer.h"
 #include "core/atomic_file.h"
+#include "core/byte_size.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault.h"
@@ -28,6 +30,7 @@
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
 #include "run/metrics_writer.h"
+#include "run/plan.h"
 #include "train/grad_reducer.h"
 #include "train/init.h"
 #include "train/run_log.h"
@@ -192,6 +195,7 @@ class TrainingRun {
   explicit TrainingRun(const TrainerOptions& options);
   // Resume, init.from_checkpoint or a fresh init (saying which); writes the run's config.
   void LoadOrInitState();
+  Recompute ChooseRecompute();
   bool done() const { return step_ >= cfg_.train.max_steps; }
   TrainSummary NothingToDo();
   // Metrics file, checkpoint writer, fault injection, the MFU denominator and the train step.
@@ -272,7 +276,8 @@ void TrainingRun::LoadOrInitState() {
   if (start_.resume) summary_.resumed_from = start_.resume->dir;
   if (writer_) WriteRunConfig(opt_.run_dir, cfg_);
 
-  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, BackendFor(compute_.precision));
+  model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, BackendFor(compute_.precision),
+                 ChooseRecompute());
   const ParamLayout& layout = model_->layout();
   optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
   const std::optional<Checkpoint>& ckpt = start_.checkpoint;
@@ -377,6 +382,24 @@ void TrainingRun::OpenOutputs() {
   train_step_.emplace(*model_, reducer_, *optimizer_, skip_, shape_.micro,
                       cfg_.train.z_loss_multiplier);
   loop_start_ = Clock::now();
+}
+
+// train.recompute, with auto resolved against the memory budget per rank (run/plan.h).
+Recompute TrainingRun::ChooseRecompute() {
+  if (cfg_.train.recompute != "auto")
+    return ParseRecompute(cfg_.train.recompute, "config key 'train.recompute'");
+  int64_t ranks_on_host = opt_.world;
+  if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    ranks_on_host = std::max<int64_t>(1, std::atoll(local));
+  std::string source;
+  const uint64_t budget = MemoryBudget(cfg_, std::nullopt, ranks_on_host, &source);
+  bool fits = false;
+  const Recompute policy = ResolveRecompute(cfg_, opt_.world, budget, &fits);
+  log_->Line(fmt::format("recompute: {} (auto: planned {} per rank {} the budget of {}, {})",
+                         RecomputeName(policy),
+                         FormatBytes(PlanMemory(cfg_, opt_.world, policy).total()),
+                         fits ? "fits" : "does NOT fit", FormatBytes(budget), source));
+  return policy;
 }
 
 data::RankBatch TrainingRun::NextBatch(int64_t s) {
