@@ -55,14 +55,23 @@ uint64_t Bf16GemmScratchFloats(const ModelConfig& m, uint64_t N) {
   return max_a + max_b;
 }
 
-// What the checkpoint path holds on rank 0, the largest of any rank: the background writer's
-// snapshot of params, m and v (12P, first-touched at the start of the run), and with R > 1 the
-// whole m and v gathered for it (8P) and, under zero3, the whole parameters gathered too (4P).
-uint64_t CheckpointSnapshotBytes(const std::string& sharding, uint64_t P, int64_t world) {
-  uint64_t bytes = 12 * P;
-  if (world > 1) bytes += 8 * P;
-  if (world > 1 && sharding == "zero3") bytes += 4 * P;
-  return bytes;
+// What the checkpoint path holds on the rank that writes most (docs/memory.md):
+//   zero1: rank 0 writes everything: the background writer's snapshot of params, m and v (12P,
+//          first-touched at the start of the run), with R > 1 the whole m and v gathered for it
+//          (8P); the manifest then hashes each file through a read-only mapping, so the largest
+//          file (optim.safetensors, 8P) is resident in the process at the end of a write.
+//   zero3: every rank writes its own range (the sharded checkpoint): a 12S snapshot and at most
+//          its 12S of files mapped for hashing.
+void CheckpointBytes(const std::string& sharding, uint64_t P, uint64_t S, int64_t world,
+                     MemoryPlan& mem) {
+  if (sharding == "zero3") {
+    mem.checkpoint_snapshot = 12 * S;
+    mem.checkpoint_file_map = 12 * S;
+    return;
+  }
+  mem.checkpoint_snapshot = 12 * P + (world > 1 ? 8 * P : 0);
+  mem.checkpoint_file_map = 8 * P;
+  mem.rank0_only = mem.checkpoint_snapshot + mem.checkpoint_file_map;
 }
 
 }  // namespace
@@ -81,6 +90,10 @@ int64_t AccumulationStackDepth(int64_t count) {
     most = std::max<int64_t>(most, static_cast<int64_t>(stack.size()));
   }
   return most;
+}
+
+uint64_t RuntimeBytes(int64_t world) {
+  return (world > 1 ? kRuntimeMpiMiB : kRuntimeMiB) << 20;
 }
 
 uint64_t MaxShardFloats(uint64_t P, int64_t world) {
@@ -154,7 +167,7 @@ MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy) {
                            ? 4 * P
                            : 4 * P * static_cast<uint64_t>(AccumulationStackDepth(M_r));
   }
-  mem.checkpoint_snapshot = CheckpointSnapshotBytes(c.parallel.sharding, P, world);
+  CheckpointBytes(c.parallel.sharding, P, S, world, mem);
   const uint64_t N = static_cast<uint64_t>(mu * T);
   const uint64_t chunk = LmHeadChunkRows(N, static_cast<uint64_t>(m.vocab_size));
   const uint64_t ropes = m.rope_full.SameMath(m.rope_sliding) ? 1 : 2;
@@ -163,7 +176,7 @@ MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy) {
                          ropes * static_cast<uint64_t>(T * m.head_dim));
   if (c.compute.precision == "bf16") mem.gemm_scratch = 4 * Bf16GemmScratchFloats(m, N);
   mem.batch = 8 * static_cast<uint64_t>(mu * M_r * T);
-  mem.runtime = kRuntimeBytes;
+  mem.runtime = RuntimeBytes(world);
   return mem;
 }
 
@@ -204,7 +217,7 @@ Recompute ResolveRecompute(const RunConfig& c, int64_t world, uint64_t budget, b
 RunPlan MakePlan(const RunConfig& c, const PlanOptions& o) {
   const int64_t world = o.world;
   const std::string problem = WorldProblem(c, world);
-  Require(problem.empty(), "world size {}: {}", world, problem);
+  Require(problem.empty(), "--world {}: {}", world, problem);
   const int64_t I = c.train.global_batch_instances, mu = c.train.micro_batch_instances;
   RunPlan p;
   p.params = c.model.NumParams();
@@ -261,6 +274,7 @@ nlohmann::json MemoryPlan::ToJson() const {
           {"accumulation", accumulation},
           {"unit_buffers", unit_buffers},
           {"checkpoint_snapshot", checkpoint_snapshot},
+          {"checkpoint_file_map", checkpoint_file_map},
           {"activations", activations},
           {"gemm_scratch", gemm_scratch},
           {"batch", batch},
@@ -287,6 +301,7 @@ nlohmann::json RunPlan::ToJson() const {
       {"params", params},
       {"flops_per_token", flops_per_token},
       {"memory_per_rank_bytes", memory.total()},
+      {"memory_other_ranks_bytes", memory.total() - memory.rank0_only},
       {"steps", steps},
       {"tokens", tokens},
       {"lr_at", lr},
@@ -329,11 +344,16 @@ std::string RunPlan::ToText() const {
                    100.0 * recompute_flops_per_token / flops_per_token);
   s += fmt::format("memory per rank   {:.2f} GiB: params {:.2f}, grads {:.2f}, adam {:.2f}, "
                    "accumulation {:.2f}, unit buffers {:.2f}, checkpoint snapshot {:.2f}, "
-                   "activations {:.2f}, gemm scratch {:.2f}, batch {:.3f}, runtime {:.3f}\n",
+                   "checkpoint file map {:.2f}, activations {:.2f}, gemm scratch {:.2f}, "
+                   "batch {:.3f}, runtime {:.3f}\n",
                    gib(memory.total()), gib(memory.params), gib(memory.grads), gib(memory.adam),
                    gib(memory.accumulation), gib(memory.unit_buffers),
-                   gib(memory.checkpoint_snapshot), gib(memory.activations),
-                   gib(memory.gemm_scratch), gib(memory.batch), gib(memory.runtime));
+                   gib(memory.checkpoint_snapshot), gib(memory.checkpoint_file_map),
+                   gib(memory.activations), gib(memory.gemm_scratch), gib(memory.batch),
+                   gib(memory.runtime));
+  if (memory.rank0_only > 0 && world > 1)
+    s += fmt::format("  other ranks     {:.2f} GiB (rank 0 alone writes checkpoints)\n",
+                     gib(memory.total() - memory.rank0_only));
   s += fmt::format("  by recompute    none {:.2f}, mlp {:.2f}, full {:.2f} GiB\n",
                    gib(total_by_recompute.at("none")), gib(total_by_recompute.at("mlp")),
                    gib(total_by_recompute.at("full")));

@@ -17,7 +17,10 @@
 //   unit_buffers       0                     0                     4U·(w + g + [R>1])
 //                                        (w = g = 2 with a tied LM head, else 1: gathered weights,
 //                                         unit gradients, the ordered fold's receive buffer)
-//   checkpoint_snapshot  what the checkpoint path holds on rank 0 (CheckpointSnapshotBytes)
+//   checkpoint_snapshot  zero1: rank 0's snapshot 12P (+8P gathered m, v when R > 1);
+//                        zero3: 12S on every rank (sharded checkpoint)
+//   checkpoint_file_map  the largest checkpoint file, mapped while the manifest hashes it:
+//                        zero1 8P (rank 0), zero3 12S
 //   activations        4·Olmo3Model::ActivationArenaFloats(μ, T, policy) + the LM head's chunk
 //                      (c = min(N, max(1, 8Mi/V)) rows of V + D + 5 floats) + RoPE tables (2·T·hd/2 per
 //                      distinct setting, ≤ 2)
@@ -25,7 +28,7 @@
 //                      (4·(max A + max B) floats over the model's GEMMs)
 //   batch              8·(μ·M_r)·T: the rank's token ids and labels
 //   runtime            the process without the model: code, libraries, OpenMP/BLAS/MPI state
-//                      (kRuntimeBytes, measured: docs/memory.md)
+//                      (RuntimeBytes, measured: docs/memory.md)
 // The sum is a planning estimate; docs/memory.md compares it with measured peak RSS.
 #pragma once
 #include <cstdint>
@@ -42,10 +45,12 @@ namespace replica {
 
 struct MemoryPlan {
   uint64_t params = 0, grads = 0, adam = 0, accumulation = 0, unit_buffers = 0,
-           checkpoint_snapshot = 0, activations = 0, gemm_scratch = 0, batch = 0, runtime = 0;
+           checkpoint_snapshot = 0, checkpoint_file_map = 0, activations = 0, gemm_scratch = 0,
+           batch = 0, runtime = 0;
+  uint64_t rank0_only = 0;  // of the total, what only rank 0 holds (it alone writes checkpoints)
   uint64_t total() const {
     return params + grads + adam + accumulation + unit_buffers + checkpoint_snapshot +
-           activations + gemm_scratch + batch + runtime;
+           checkpoint_file_map + activations + gemm_scratch + batch + runtime;
   }
   nlohmann::json ToJson() const;
 };
@@ -86,8 +91,10 @@ struct RunPlan {
   std::string ToText() const;
 };
 
-// What a rank of this process costs without any model (docs/memory.md: measured).
-constexpr uint64_t kRuntimeBytes = 0;
+// What a process costs without the model (code, libraries, OpenMP and OpenBLAS state; under
+// mpirun OpenMPI's too), measured on this machine (docs/memory.md).
+constexpr uint64_t kRuntimeMiB = 19, kRuntimeMpiMiB = 44;
+uint64_t RuntimeBytes(int64_t world);
 
 // Largest number of spare buffers TreeAccumulator holds for `count` leaves.
 int64_t AccumulationStackDepth(int64_t count);
