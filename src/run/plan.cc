@@ -157,8 +157,12 @@ MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy) {
     mem.params = 4 * S;
     mem.grads = 4 * S;
     mem.adam = 8 * S;
+    // Gathered weights (none at R = 1: every unit is read in place from the master shard), unit
+    // gradients, and the ordered fold's receive buffer (R > 1); a tied LM head holds units L+1
+    // and 0 together.
     const uint64_t per = m.tie_word_embeddings ? 2 : 1;
-    mem.unit_buffers = 4 * LargestUnitFloats(m) * (2 * per + (world > 1 ? 1 : 0));
+    mem.unit_buffers =
+        4 * LargestUnitFloats(m) * ((world > 1 ? per : 0) + per + (world > 1 ? 1 : 0));
   } else {
     mem.params = 4 * P;
     mem.grads = 4 * P;

@@ -14,9 +14,9 @@
 //   adam               8S (R=1: 8P)          8P                    8S
 //   accumulation       4P·⌊log2 M_r⌋         4P (running sum)      0    (tree: TreeAccumulator's
 //                                                                       spare buffers, exact depth)
-//   unit_buffers       0                     0                     4U·(w + g + [R>1])
-//                                        (w = g = 2 with a tied LM head, else 1: gathered weights,
-//                                         unit gradients, the ordered fold's receive buffer)
+//   unit_buffers       0                     0                     4U·(w·[R>1] + w + [R>1])
+//                                        (w = 2 with a tied LM head, else 1: gathered weights —
+//                                         none at R = 1 —, unit gradients, the fold's receive buffer)
 //   checkpoint_snapshot  zero1: rank 0's snapshot 12P (+8P gathered m, v when R > 1);
 //                        zero3: 12S on every rank (sharded checkpoint)
 //   checkpoint_file_map  the largest checkpoint file, mapped while the manifest hashes it:
