@@ -41,6 +41,7 @@ struct BenchArgs {
   uint64_t seed = 0;
   int threads = 0;
   bool json = false;
+  std::string recompute = "none";
   replica::cli::ComputeFlags compute;
 };
 
@@ -56,7 +57,8 @@ int RunBench(const BenchArgs& a) {
   const replica::ModelConfig config = replica::ModelConfig::FromHfFile(a.config_path);
   const int64_t B = a.batch, T = a.seq, N = B * T;
 
-  replica::Olmo3Model model(config, B, T, replica::BackendFor(compute.precision));
+  const replica::Recompute recompute = replica::ParseRecompute(a.recompute, "--recompute");
+  replica::Olmo3Model model(config, B, T, replica::BackendFor(compute.precision), recompute);
   replica::InitOptions init;
   init.seed = a.seed;
   replica::InitParams(model.layout(), model.params(), init);
@@ -137,6 +139,8 @@ int RunBench(const BenchArgs& a) {
                          {"clock_ghz", nominal.clock_hz / 1e9},
                          {"cores", nominal.cores}};
     j["precision"] = replica::PrecisionName(compute.precision);
+    j["recompute"] = replica::RecomputeName(recompute);
+    j["activation_arena_bytes"] = 4 * model.activation_arena_floats();
     j["compute"] = compute.ToJson();
     j["batch"] = B;
     j["seq"] = T;
@@ -168,8 +172,9 @@ int RunBench(const BenchArgs& a) {
     j["model_config"] = a.config_path;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("bench %s (%s): batch %ld x seq %ld, %s, %s after %ld warm-up\n",
+    std::printf("bench %s (%s, recompute %s): batch %ld x seq %ld, %s, %s after %ld warm-up\n",
                 a.config_path.c_str(), replica::PrecisionName(compute.precision),
+                replica::RecomputeName(recompute),
                 static_cast<long>(B), static_cast<long>(T),
                 replica::Plural(replica::NumThreads(), "thread").c_str(),
                 replica::Plural(a.steps, "step").c_str(), static_cast<long>(a.warmup));
@@ -210,6 +215,8 @@ replica::cli::CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--peak-size", a->peak_size, "n of the n×n×n GEMM that measures the peak")
           ->capture_default_str();
+      app.add_option("--recompute", a->recompute,
+                     "activation recomputation: none (default) | mlp | full (docs/memory.md)");
       app.add_flag("--json", a->json, "print JSON on stdout");
       a->compute.Add(app);
       return [a] { return RunBench(*a); };

@@ -1,10 +1,12 @@
-// replica plan CONFIG.yaml|config.json [--set k=v ...] [--world R] [--lr-at S1,S2,...] [--json]
-// [--allow-unsupported] [--mix-dir ...]: what a run
-// config means (train/plan.h): parameters, FLOPs per token, memory per rank, steps, tokens, LR.
+// replica plan CONFIG.yaml|config.json [--set k=v ...] [--world R] [--memory 24GiB]
+// [--lr-at S1,S2,...] [--json] [--allow-unsupported] [--mix-dir ...]: what a run config means
+// (run/plan.h): parameters, FLOPs per token, memory per rank for its sharding mode and recompute
+// policy against a budget, the smallest world size that fits, steps, tokens, LR.
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
+#include "core/byte_size.h"
 #include "cli/olmo_core_options.h"
 #include "run/olmo_core_config.h"
 #include "run/plan.h"
@@ -16,13 +18,14 @@ struct PlanArgs {
   std::string config;
   std::vector<std::string> sets;
   int64_t world = 1;
+  std::string memory;
   std::vector<int64_t> lr_at;
   bool json = false;
   replica::OlmoCoreImportOptions import;
 };
 
 replica::cli::CommandRegistration reg(
-    "plan", "what a run config means: parameters, FLOPs/token, memory per rank, steps, LR",
+    "plan", "what a run config means: parameters, FLOPs/token, memory per rank (fits?), steps, LR",
     [](CLI::App& app) -> replica::cli::RunFn {
       auto args = std::make_shared<PlanArgs>();
       app.add_option("CONFIG", args->config, "run config (YAML, or an OLMo-core config.json)")
@@ -33,6 +36,9 @@ replica::cli::CommandRegistration reg(
                    "cannot reproduce (train refuses them)");
       app.add_option("--set", args->sets, "override a config key: key=value (repeatable)");
       app.add_option("--world", args->world, "data-parallel ranks (default 1)");
+      app.add_option("--memory", args->memory,
+                     "memory per rank, e.g. 24GiB (default: parallel.memory_per_rank, else "
+                     "physical memory / world)");
       app.add_option("--lr-at", args->lr_at, "steps to print the learning rate at (S1,S2,...)")
           ->delimiter(',');
       app.add_flag("--json", args->json, "print JSON on stdout");
@@ -44,7 +50,12 @@ replica::cli::CommandRegistration reg(
           steps = {1, config.optim.schedule.warmup, config.train.max_steps};
           if (config.optim.schedule.t_max > 0) steps.push_back(config.optim.schedule.t_max);
         }
-        const replica::RunPlan plan = replica::MakePlan(config, args->world, steps);
+        replica::PlanOptions options;
+        options.world = args->world;
+        if (!args->memory.empty())
+          options.memory = replica::ParseByteSize(args->memory, "--memory");
+        options.lr_steps = steps;
+        const replica::RunPlan plan = replica::MakePlan(config, options);
         if (args->json) {
           std::printf("%s\n", plan.ToJson().dump(2).c_str());
         } else {

@@ -2,8 +2,10 @@
 //
 // One layer's forward is the flat list of op calls in LayerForward; LayerBackward below it is the
 // same list read bottom-up. Every op is a call on the Backend the model was built over
-// (ops/backend.h), so no arithmetic on tensors happens here. Every activation the backward needs
-// is saved per layer in one preallocated arena; gradient scratch is shared by all layers, carved
+// (ops/backend.h), so no arithmetic on tensors happens here. The activations the backward needs
+// live in one preallocated arena: what the recompute policy keeps (model/recompute.h) per layer,
+// what it recomputes in one working set shared by all layers, refilled in backward by re-issuing
+// the forward's own op calls before each layer's backward; gradient scratch is shared by all layers, carved
 // for the call's row count out of one region that is zeroed once per layer (the backward ops
 // accumulate). Weights and parameter gradients come one unit at a time from the ParamStore
 // (model/param_store.h): every use of a unit's weights is bracketed by Acquire/Release, and a
@@ -71,7 +73,8 @@ struct LayerOffsets {
   }
 };
 
-// What the backward of one layer needs from its forward. N = max_batch * max_seq rows.
+// What the backward of one layer needs from its forward. N = max_batch * max_seq rows. Under a
+// recompute policy the recomputed values of every layer point at the same working-set buffers.
 struct LayerActivations {
   float* x;               // [N, D]      layer input (residual stream)
   float* q_raw;           // [N, H*hd]   x q_proj^T
@@ -105,11 +108,95 @@ struct LayerGrads {
   float* dv;                     // [N, KV*hd]
 };
 
-struct Olmo3Model::Impl {
+// The widths the activation arena is carved by.
+struct ArenaShape {
+  int64_t L, D, I, H, Qd, KVd;
+  explicit ArenaShape(const ModelConfig& c)
+      : L(c.num_layers), D(c.hidden_size), I(c.intermediate_size), H(c.num_heads),
+        Qd(c.num_heads * c.head_dim), KVd(c.num_kv_heads * c.head_dim) {}
+};
+
+LayerGrads TakeLayerGrads(const ArenaShape& s, Arena& arena, int64_t N) {
+  LayerGrads g;
+  g.dm = arena.Take(N * s.D);
+  g.ds = arena.Take(N * s.I);
+  g.dg = arena.Take(N * s.I);
+  g.du = arena.Take(N * s.I);
+  g.da = arena.Take(N * s.D);
+  g.datt = arena.Take(N * s.Qd);
+  g.dq = arena.Take(N * s.Qd);
+  g.dq_norm = arena.Take(N * s.Qd);
+  g.dq_raw = arena.Take(N * s.Qd);
+  g.dk = arena.Take(N * s.KVd);
+  g.dk_norm = arena.Take(N * s.KVd);
+  g.dk_raw = arena.Take(N * s.KVd);
+  g.dv = arena.Take(N * s.KVd);
+  return g;
+}
+
+// Every activation buffer of the model, carved out of one arena.
+struct ActivationBuffers {
+  std::vector<LayerActivations> acts;  // [L]
+  float* final_in;     // [N, D] residual stream after the last layer
+  float* xf;           // [N, D] RMSNorm(final_in)
+  float* rstd_f;       // [N]
+  float* dres;         // [N, D] ∂loss/∂(residual stream), flows layer to layer
+  float* dxf;          // [N, D] ∂loss/∂xf
+  float* layer_grads;  // region holding LayerGrads for up to N rows
+
+  // Carves for N rows: per layer what `policy` keeps, once what it recomputes (the working set),
+  // then the head's buffers and the gradient scratch. With a null-based arena it only counts.
+  void Carve(const ArenaShape& s, int64_t N, Recompute policy, Arena& arena) {
+    const bool keep_attention = policy != Recompute::kFull;  // and the norms' statistics
+    const bool keep_mlp = policy == Recompute::kNone;        // g, u, s, m
+    acts.assign(static_cast<size_t>(s.L), {});
+    LayerActivations work{};
+    for (size_t l = 0; l < acts.size(); ++l) {
+      LayerActivations& a = acts[l];
+      auto take = [&](bool keep, float* LayerActivations::*field, int64_t n) {
+        if (keep) {
+          a.*field = arena.Take(n);
+        } else {
+          if (l == 0) work.*field = arena.Take(n);
+          a.*field = work.*field;
+        }
+      };
+      take(true, &LayerActivations::x, N * s.D);
+      take(keep_attention, &LayerActivations::q_raw, N * s.Qd);
+      take(keep_attention, &LayerActivations::k_raw, N * s.KVd);
+      take(keep_attention, &LayerActivations::v, N * s.KVd);
+      take(keep_attention, &LayerActivations::q, N * s.Qd);
+      take(keep_attention, &LayerActivations::k, N * s.KVd);
+      take(keep_attention, &LayerActivations::rstd_q, N);
+      take(keep_attention, &LayerActivations::rstd_k, N);
+      take(keep_attention, &LayerActivations::att, N * s.Qd);
+      take(keep_attention, &LayerActivations::lse, N * s.H);
+      take(keep_attention, &LayerActivations::a, N * s.D);
+      take(keep_attention, &LayerActivations::rstd_a, N);
+      take(keep_attention, &LayerActivations::h, N * s.D);
+      take(keep_mlp, &LayerActivations::g, N * s.I);
+      take(keep_mlp, &LayerActivations::u, N * s.I);
+      take(keep_mlp, &LayerActivations::s, N * s.I);
+      take(keep_mlp, &LayerActivations::m, N * s.D);
+      take(keep_attention, &LayerActivations::rstd_m, N);
+    }
+    final_in = arena.Take(N * s.D);
+    xf = arena.Take(N * s.D);
+    rstd_f = arena.Take(N);
+    dres = arena.Take(N * s.D);
+    dxf = arena.Take(N * s.D);
+    Arena sizing;
+    TakeLayerGrads(s, sizing, N);
+    layer_grads = arena.Take(static_cast<int64_t>(sizing.used()));
+  }
+};
+
+struct Olmo3Model::Impl : ActivationBuffers {
   const Backend& ops;
   ModelConfig config;
   ParamLayout layout;
   int64_t max_batch, max_seq;
+  Recompute recompute;
   int64_t D, I, V, L, H, KV, hd, Qd, KVd;  // Qd = H*hd, KVd = KV*hd
   std::unique_ptr<ParamStore> store;
   ResidentParamStore* resident;  // store, when it is the resident one; else null
@@ -118,22 +205,15 @@ struct Olmo3Model::Impl {
   size_t final_norm_at, lm_head_at;  // offsets in those units
   std::vector<LayerOffsets> layer_at;  // [L]
   FlatBuffer acts_buffer;
-  std::vector<LayerActivations> acts;
-  float* final_in;    // [N, D] residual stream after the last layer
-  float* xf;          // [N, D] RMSNorm(final_in)
-  float* rstd_f;      // [N]
-  float* dres;          // [N, D] ∂loss/∂(residual stream), flows layer to layer
-  float* dxf;           // [N, D] ∂loss/∂xf
-  float* layer_grads;   // region holding LayerGrads for up to max_batch*max_seq rows
   std::vector<RopeTable> ropes;      // one table per distinct RopeParams among the layers
   std::vector<size_t> rope_of_layer;  // [L] index into ropes
   LmHeadWorkspace lm_ws;
 
   Impl(const Backend& backend, const ModelConfig& c, int64_t max_b, int64_t max_t,
-       std::unique_ptr<ParamStore> s);
+       std::unique_ptr<ParamStore> s, Recompute policy);
   void BindUnits();
-  void Carve(Arena& arena);
-  LayerGrads TakeLayerGrads(Arena& arena, int64_t N) const;
+  void Carve(Arena& arena) { ActivationBuffers::Carve(ArenaShape(config), max_batch * max_seq,
+                                                     recompute, arena); }
   void ZeroScratch(float* p, int64_t n) const {
     ProfileScope profile_scope(ProfileCategory::kZero);
     ops.Zero(p, n);
@@ -150,14 +230,19 @@ struct Olmo3Model::Impl {
   const float* AcquireLmHead(const float* head);
   void ReleaseHead();
   void LayerForward(int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p);
+  void MlpProjections(int64_t l, int64_t B, int64_t T,
+                      const LayerTensors<const float>& p);  // h -> g, u, s, m
+  // Refills the working set with layer l's recomputed values (the policy's part of its forward).
+  void RecomputeLayer(int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p);
   void LayerBackward(int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p,
                      const LayerTensors<float>& g);
 };
 
 Olmo3Model::Impl::Impl(const Backend& backend, const ModelConfig& c, int64_t max_b,
-                       int64_t max_t, std::unique_ptr<ParamStore> s)
+                       int64_t max_t, std::unique_ptr<ParamStore> s, Recompute policy)
     : ops(backend),
-      config(c), layout(c.BuildLayout()), max_batch(max_b), max_seq(max_t), store(std::move(s)) {
+      config(c), layout(c.BuildLayout()), max_batch(max_b), max_seq(max_t), recompute(policy),
+      store(std::move(s)) {
   Require(max_b >= 1 && max_t >= 1, "Olmo3Model: max batch {} and max sequence {} must be >= 1",
           max_b, max_t);
   D = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, L = c.num_layers;
@@ -208,57 +293,6 @@ void Olmo3Model::Impl::BindUnits() {
   lm_head_at = config.tie_word_embeddings ? 0 : at("lm_head.weight", head_unit);
 }
 
-void Olmo3Model::Impl::Carve(Arena& arena) {
-  const int64_t N = max_batch * max_seq;
-  acts.assign(static_cast<size_t>(L), {});
-  for (auto& a : acts) {
-    a.x = arena.Take(N * D);
-    a.q_raw = arena.Take(N * Qd);
-    a.k_raw = arena.Take(N * KVd);
-    a.v = arena.Take(N * KVd);
-    a.q = arena.Take(N * Qd);
-    a.k = arena.Take(N * KVd);
-    a.rstd_q = arena.Take(N);
-    a.rstd_k = arena.Take(N);
-    a.att = arena.Take(N * Qd);
-    a.lse = arena.Take(N * H);
-    a.a = arena.Take(N * D);
-    a.rstd_a = arena.Take(N);
-    a.h = arena.Take(N * D);
-    a.g = arena.Take(N * I);
-    a.u = arena.Take(N * I);
-    a.s = arena.Take(N * I);
-    a.m = arena.Take(N * D);
-    a.rstd_m = arena.Take(N);
-  }
-  final_in = arena.Take(N * D);
-  xf = arena.Take(N * D);
-  rstd_f = arena.Take(N);
-  dres = arena.Take(N * D);
-  dxf = arena.Take(N * D);
-  Arena sizing;
-  TakeLayerGrads(sizing, N);
-  layer_grads = arena.Take(static_cast<int64_t>(sizing.used()));
-}
-
-LayerGrads Olmo3Model::Impl::TakeLayerGrads(Arena& arena, int64_t N) const {
-  LayerGrads g;
-  g.dm = arena.Take(N * D);
-  g.ds = arena.Take(N * I);
-  g.dg = arena.Take(N * I);
-  g.du = arena.Take(N * I);
-  g.da = arena.Take(N * D);
-  g.datt = arena.Take(N * Qd);
-  g.dq = arena.Take(N * Qd);
-  g.dq_norm = arena.Take(N * Qd);
-  g.dq_raw = arena.Take(N * Qd);
-  g.dk = arena.Take(N * KVd);
-  g.dk_norm = arena.Take(N * KVd);
-  g.dk_raw = arena.Take(N * KVd);
-  g.dv = arena.Take(N * KVd);
-  return g;
-}
-
 void Olmo3Model::Impl::Validate(const int32_t* tokens, const int32_t* labels, int64_t B,
                                 int64_t T) const {
   Require(B >= 1 && B <= max_batch, "Olmo3Model: batch {} outside [1, {}] (max_batch)", B,
@@ -296,11 +330,27 @@ void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T,
   ops.LinearForward(a.att, p.o_proj, N, Qd, D, a.a);
   ops.RMSNormAddForward(a.a, p.attn_norm, a.x, N, D, config.rms_norm_eps, a.h, a.rstd_a);
   // SwiGLU MLP.
+  MlpProjections(l, B, T, p);
+  ops.RMSNormAddForward(a.m, p.ff_norm, a.h, N, D, config.rms_norm_eps, out, a.rstd_m);
+}
+
+void Olmo3Model::Impl::MlpProjections(int64_t l, int64_t B, int64_t T,
+                                      const LayerTensors<const float>& p) {
+  const int64_t N = B * T;
+  LayerActivations& a = acts[l];
   ops.LinearForward(a.h, p.gate_proj, N, D, I, a.g);
   ops.LinearForward(a.h, p.up_proj, N, D, I, a.u);
   ops.SwiGLUForward(a.g, a.u, N * I, a.s);
   ops.LinearForward(a.s, p.down_proj, N, I, D, a.m);
-  ops.RMSNormAddForward(a.m, p.ff_norm, a.h, N, D, config.rms_norm_eps, out, a.rstd_m);
+}
+
+// mlp: the MLP's projections from the kept h (rstd_m is kept). full: the whole layer from the kept
+// x; its output lands in the next layer's input slot (or final_in), whose backward is done, and it
+// is the same bits that are there.
+void Olmo3Model::Impl::RecomputeLayer(int64_t l, int64_t B, int64_t T,
+                                      const LayerTensors<const float>& p) {
+  if (recompute == Recompute::kMlp) MlpProjections(l, B, T, p);
+  if (recompute == Recompute::kFull) LayerForward(l, B, T, p);
 }
 
 // The mirror of LayerForward. On entry dres = ∂loss/∂out; on exit it is ∂loss/∂x. Every op
@@ -313,7 +363,7 @@ void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T,
   const LayerActivations& a = acts[l];
   Arena arena;
   arena.Reset(layer_grads);
-  const LayerGrads d = TakeLayerGrads(arena, N);
+  const LayerGrads d = TakeLayerGrads(ArenaShape(config), arena, N);
   ZeroScratch(layer_grads, static_cast<int64_t>(arena.used()));
   // MLP (dres is ∂out, then ∂h: out = h + RMSNorm(m)).
   ops.RMSNormBackward(a.m, p.ff_norm, a.rstd_m, dres, N, D, d.dm, g.ff_norm);
@@ -359,12 +409,25 @@ void Olmo3Model::Impl::ReleaseHead() {
 }
 
 Olmo3Model::Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
-                       const Backend& backend)
-    : impl_(std::make_unique<Impl>(backend, config, max_batch, max_seq, nullptr)) {}
+                       const Backend& backend, Recompute recompute)
+    : impl_(std::make_unique<Impl>(backend, config, max_batch, max_seq, nullptr, recompute)) {}
 Olmo3Model::Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
-                       const Backend& backend, std::unique_ptr<ParamStore> store)
-    : impl_(std::make_unique<Impl>(backend, config, max_batch, max_seq, std::move(store))) {}
+                       const Backend& backend, std::unique_ptr<ParamStore> store,
+                       Recompute recompute)
+    : impl_(std::make_unique<Impl>(backend, config, max_batch, max_seq, std::move(store),
+                                   recompute)) {}
 Olmo3Model::~Olmo3Model() = default;
+
+uint64_t Olmo3Model::ActivationArenaFloats(const ModelConfig& config, int64_t max_batch,
+                                           int64_t max_seq, Recompute recompute) {
+  ActivationBuffers counted;
+  Arena arena;
+  counted.Carve(ArenaShape(config), max_batch * max_seq, recompute, arena);
+  return arena.used();
+}
+
+Recompute Olmo3Model::recompute() const { return impl_->recompute; }
+uint64_t Olmo3Model::activation_arena_floats() const { return impl_->acts_buffer.size(); }
 
 const ModelConfig& Olmo3Model::config() const { return impl_->config; }
 const ParamLayout& Olmo3Model::layout() const { return impl_->layout; }
@@ -406,10 +469,14 @@ CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_
                         dhead + m.final_norm_at);
   m.ReleaseHead();
   store.GradsDone(m.head_unit);
+  // The forward left the last layer's values in the working set; the others are recomputed with
+  // the weights acquired for the layer's backward.
   for (int64_t l = m.L - 1; l >= 0; --l) {
     const int u = static_cast<int>(l + 1);
     const LayerOffsets& at = m.layer_at[static_cast<size_t>(l)];
-    m.LayerBackward(l, B, T, at.At(store.Acquire(u)), at.At(store.Grads(u)));
+    const LayerTensors<const float> p = at.At(store.Acquire(u));
+    if (l + 1 < m.L) m.RecomputeLayer(l, B, T, p);
+    m.LayerBackward(l, B, T, p, at.At(store.Grads(u)));
     store.Release(u);
     store.GradsDone(u);
   }

@@ -2,7 +2,9 @@
 // by ModelConfig::BuildLayout() and reached one unit at a time through a ParamStore
 // (model/param_store.h): by default a ResidentParamStore holding both whole, which params() and
 // grads() expose; a sharded store (ZeRO-3) gathers each unit's weights when the model acquires
-// them. Activations are preallocated for a maximum micro-batch shape, so a step allocates nothing. Every computation runs on the Backend the model
+// them. Activations are preallocated for a maximum micro-batch shape, so a step allocates nothing;
+// the recompute policy (model/recompute.h) decides how much of them a layer keeps for the
+// backward, and changes no bit of any result. Every computation runs on the Backend the model
 // is built over (ops/backend.h; the fp32 CPU one unless another is given), which the training step
 // reads back through backend() for its own buffer math.
 #pragma once
@@ -11,6 +13,7 @@
 
 #include "model/model_config.h"
 #include "model/param_store.h"
+#include "model/recompute.h"
 #include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
@@ -20,11 +23,19 @@ class Olmo3Model {
  public:
   // `backend` must outlive the model.
   Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
-             const Backend& backend = CpuBackend());
+             const Backend& backend = CpuBackend(), Recompute recompute = Recompute::kNone);
   // The same over `store` (units as UnitBounds(layout(), num_layers) cut them).
   Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq, const Backend& backend,
-             std::unique_ptr<ParamStore> store);
+             std::unique_ptr<ParamStore> store, Recompute recompute = Recompute::kNone);
   ~Olmo3Model();
+
+  // Floats of the activation arena (saved values, working set, head buffers, gradient scratch)
+  // a model of this shape allocates under `recompute`; the LM head's workspace and the RoPE tables
+  // are not in it.
+  static uint64_t ActivationArenaFloats(const ModelConfig& config, int64_t max_batch,
+                                        int64_t max_seq, Recompute recompute);
+  Recompute recompute() const;
+  uint64_t activation_arena_floats() const;  // what this model allocated
 
   const ModelConfig& config() const;
   const ParamLayout& layout() const;

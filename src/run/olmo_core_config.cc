@@ -309,6 +309,7 @@ struct Recipe {
   Src<std::vector<double>> betas;
   Src<std::vector<std::string>> no_decay;
   bool skip_step = false;
+  std::string data_parallel_path;  // train_module.dp_config, when the recipe shards over ranks
   Src<int64_t> rolling_interval;
   Src<double> sigma;
   std::optional<Schedule> schedule;
@@ -1229,6 +1230,7 @@ void Importer::DataParallel(const json& j, const std::string& path) {
   const std::string cls = Dispatch(j, path, Role::kDataParallel);
   if (cls.empty()) return;
   Obj o(*this, j, path, cls);
+  r_.data_parallel_path = path;
   o.Ignore("name", kLayout);
   if (const json* v = o.Take("param_dtype")) {
     if (*v != "float32") Ignored(o.At("param_dtype"), kPrecision);
@@ -1695,6 +1697,8 @@ std::string Importer::EmitYaml() {
     }
   }
   add("train.micro_batch_instances", std::to_string(micro), micro_from);
+  add("train.grad_accumulation", "sequential",
+      "OLMo-core adds each micro-batch's gradient into the accumulated one in order");
   add("train.z_loss_multiplier", Num(r_.z_loss.value), r_.z_loss.path);
   add("train.skip_step.enabled", r_.skip_step ? "true" : "false",
       r_.skip_step ? "train_module.optim._CLASS_ (SkipStepAdamWConfig)"
@@ -1776,6 +1780,11 @@ std::string Importer::EmitYaml() {
   // checkpoint
   if (r_.save_interval.set)
     add("checkpoint.interval", std::to_string(r_.save_interval.value), r_.save_interval.path);
+
+  // parallel: FSDP is ZeRO-3 (and the sequential order above is the one zero3 runs on many ranks)
+  if (!r_.data_parallel_path.empty())
+    add("parallel.sharding", "zero3",
+        r_.data_parallel_path + " (parameters, gradients and optimizer state sharded over ranks)");
 
   // Render: nested sections, the JSON path as a comment beside each key.
   std::string yaml;

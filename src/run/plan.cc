@@ -4,10 +4,77 @@
 
 #include <algorithm>
 
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "core/plural.h"
+#include "model/olmo3.h"
+#include "optim/adamw.h"
 
 namespace replica {
+
+namespace {
+
+bool PowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
+
+int64_t SumVisible(int64_t T, int64_t window) {  // Σ_{i<T} min(i+1, W); window 0 = unbounded
+  if (window <= 0 || T <= window) return T * (T + 1) / 2;
+  return window * (window + 1) / 2 + (T - window) * window;
+}
+
+// The largest unit of the flat layout (model/param_store.h): the embedding, a layer, or the final
+// norm with the untied LM head; alignment padding included.
+uint64_t LargestUnitFloats(const ModelConfig& m) {
+  const ParamLayout layout = m.BuildLayout();
+  auto at = [&](const std::string& name) { return layout.Get(name).offset; };
+  std::vector<uint64_t> bounds = {0};
+  for (int64_t l = 0; l < m.num_layers; ++l)
+    bounds.push_back(at("model.layers." + std::to_string(l) + ".self_attn.q_proj.weight"));
+  bounds.push_back(at("model.norm.weight"));
+  bounds.push_back(layout.total_floats());
+  uint64_t most = 0;
+  for (size_t u = 0; u + 1 < bounds.size(); ++u) most = std::max(most, bounds[u + 1] - bounds[u]);
+  return most;
+}
+
+// Rows of the LM head's logits chunk (LmHeadWorkspace's default 8Mi-float scratch).
+uint64_t LmHeadChunkRows(uint64_t N, uint64_t V) {
+  return std::min<uint64_t>(N, std::max<uint64_t>(1, (uint64_t{8} << 20) / V));
+}
+
+// Floats the bf16 GEMM's kept operand copies reach (ops/cpu/gemm_bf16.cc: one A and one B buffer,
+// each grown to the largest operand it has held). Linear: y = x Wᵀ (A = x [N, in], B = W),
+// dx = dy W (A = dy [N, out], B = W), dW = dyᵀ x (A = dy, B = x); the LM head the same on
+// chunks of rows.
+uint64_t Bf16GemmScratchFloats(const ModelConfig& m, uint64_t N) {
+  const uint64_t D = m.hidden_size, I = m.intermediate_size, V = m.vocab_size;
+  const uint64_t Hd = m.num_heads * m.head_dim, KVd = m.num_kv_heads * m.head_dim;
+  const uint64_t widest = std::max({D, I, Hd, KVd});
+  const uint64_t c = LmHeadChunkRows(N, V);
+  const uint64_t max_a = std::max(N * widest, c * V);
+  const uint64_t max_b = std::max({V * D, I * D, Hd * D, N * widest});
+  return max_a + max_b;
+}
+
+// What the checkpoint path holds on the rank that writes most (docs/memory.md):
+//   zero1: rank 0 writes everything: the background writer's snapshot of params, m and v (12P,
+//          first-touched at the start of the run), with R > 1 the whole m and v gathered for it
+//          (8P); the manifest then hashes each file through a read-only mapping, so the largest
+//          file (optim.safetensors, 8P) is resident in the process at the end of a write.
+//   zero3: every rank writes its own range (the sharded checkpoint): a 12S snapshot and at most
+//          its 12S of files mapped for hashing.
+void CheckpointBytes(const std::string& sharding, uint64_t P, uint64_t S, int64_t world,
+                     MemoryPlan& mem) {
+  if (sharding == "zero3") {
+    mem.checkpoint_snapshot = 12 * S;
+    mem.checkpoint_file_map = 12 * S;
+    return;
+  }
+  mem.checkpoint_snapshot = 12 * P + (world > 1 ? 8 * P : 0);
+  mem.checkpoint_file_map = 8 * P;
+  mem.rank0_only = mem.checkpoint_snapshot + mem.checkpoint_file_map;
+}
+
+}  // namespace
 
 int64_t AccumulationStackDepth(int64_t count) {
   // Replays TreeAccumulator's binary counter: leaves push, equal levels merge, the last folds.
@@ -25,28 +92,137 @@ int64_t AccumulationStackDepth(int64_t count) {
   return most;
 }
 
-uint64_t ActivationFloats(const ModelConfig& m, int64_t micro_batch_instances, int64_t seq_len) {
-  const uint64_t N = static_cast<uint64_t>(micro_batch_instances * seq_len);
-  const uint64_t D = m.hidden_size, I = m.intermediate_size, H = m.num_heads,
-                 Hd = m.num_heads * m.head_dim, KVd = m.num_kv_heads * m.head_dim,
-                 V = m.vocab_size, L = m.num_layers, hd = m.head_dim;
-  const uint64_t per_layer = N * (4 * D + 3 * Hd + 3 * KVd + 3 * I + H + 4);
-  const uint64_t scratch = N * (4 * D + 3 * I + 4 * Hd + 4 * KVd);
-  const uint64_t final_norm = N * (2 * D + 1);
-  const uint64_t chunk_rows = std::min<uint64_t>(N, std::max<uint64_t>(1, (uint64_t{8} << 20) / V));
-  const uint64_t lm_head = chunk_rows * V + 2 * static_cast<uint64_t>(seq_len) * hd;
-  return L * per_layer + scratch + final_norm + lm_head;
+uint64_t RuntimeBytes(int64_t world) {
+  return (world > 1 ? kRuntimeMpiMiB : kRuntimeMiB) << 20;
 }
 
-RunPlan MakePlan(const RunConfig& c, int64_t world, const std::vector<int64_t>& lr_steps) {
-  Require(world >= 1, "--world: expected at least 1 rank, got {}", world);
+uint64_t MaxShardFloats(uint64_t P, int64_t world) {
+  const uint64_t R = static_cast<uint64_t>(world);
+  const uint64_t blocks = (P + kNormBlock - 1) / kNormBlock;
+  auto bound = [&](uint64_t r) { return std::min<uint64_t>(P, blocks * r / R * kNormBlock); };
+  uint64_t most = 0;
+  for (uint64_t r = 0; r < R; ++r) most = std::max(most, bound(r + 1) - bound(r));
+  return most;
+}
+
+double RecomputeFlopsPerToken(const ModelConfig& m, int64_t seq_len, Recompute policy) {
+  const double D = m.hidden_size, I = m.intermediate_size;
+  const double Hd = static_cast<double>(m.num_heads * m.head_dim),
+               KVd = static_cast<double>(m.num_kv_heads * m.head_dim);
+  double flops = 0;
+  for (int64_t l = 0; l + 1 < m.num_layers; ++l) {
+    if (policy == Recompute::kMlp) flops += 6 * D * I;
+    if (policy == Recompute::kFull) {
+      flops += 2 * (D * (2 * Hd + 2 * KVd) + 3 * D * I) +
+               4 * Hd * static_cast<double>(SumVisible(seq_len, m.Window(l))) /
+                   static_cast<double>(seq_len);
+    }
+  }
+  return flops;
+}
+
+std::string WorldProblem(const RunConfig& c, int64_t world) {
+  if (world < 1) return fmt::format("expected at least 1 rank, got {}", world);
   const int64_t I = c.train.global_batch_instances, mu = c.train.micro_batch_instances;
-  Require(I % world == 0, "--world {}: does not divide train.global_batch_instances ({})", world,
-          I);
-  Require((I / world) % mu == 0,
-          "--world {}: the rank batch ({} instances) is not a whole number of micro-batches of "
-          "train.micro_batch_instances ({})",
-          world, I / world, mu);
+  if (I % world != 0)
+    return fmt::format("does not divide train.global_batch_instances ({})", I);
+  if ((I / world) % mu != 0)
+    return fmt::format(
+        "the rank batch ({} instances) is not a whole number of micro-batches of "
+        "train.micro_batch_instances ({})",
+        I / world, mu);
+  const int64_t M = I / mu;
+  if (world > 1 && c.parallel.sharding == "zero1") {
+    if (c.train.grad_accumulation != "tree")
+      return "parallel.sharding zero1 with more than one rank needs train.grad_accumulation: tree";
+    if (!PowerOfTwo(world)) return "parallel.sharding zero1 needs a power-of-two world size";
+    if (!PowerOfTwo(M))
+      return fmt::format("parallel.sharding zero1 with more than one rank needs a power-of-two "
+                         "micro-batch count (the global batch has {})", M);
+  }
+  return "";
+}
+
+MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy) {
+  const std::string problem = WorldProblem(c, world);
+  Require(problem.empty(), "world size {}: {}", world, problem);
+  const ModelConfig& m = c.model;
+  const uint64_t P = m.BuildLayout().total_floats();
+  const uint64_t S = MaxShardFloats(P, world);
+  const int64_t mu = c.train.micro_batch_instances, T = c.data.seq_len;
+  const int64_t M_r = c.train.global_batch_instances / world / mu;
+  const bool zero3 = c.parallel.sharding == "zero3";
+  MemoryPlan mem;
+  if (zero3) {
+    mem.params = 4 * S;
+    mem.grads = 4 * S;
+    mem.adam = 8 * S;
+    // Gathered weights (none at R = 1: every unit is read in place from the master shard), unit
+    // gradients, and the ordered fold's receive buffer (R > 1); a tied LM head holds units L+1
+    // and 0 together.
+    const uint64_t per = m.tie_word_embeddings ? 2 : 1;
+    mem.unit_buffers =
+        4 * LargestUnitFloats(m) * ((world > 1 ? per : 0) + per + (world > 1 ? 1 : 0));
+  } else {
+    mem.params = 4 * P;
+    mem.grads = 4 * P;
+    mem.adam = 8 * (world > 1 ? S : P);
+    mem.accumulation = c.train.grad_accumulation == "sequential"
+                           ? 4 * P
+                           : 4 * P * static_cast<uint64_t>(AccumulationStackDepth(M_r));
+  }
+  CheckpointBytes(c.parallel.sharding, P, S, world, mem);
+  const uint64_t N = static_cast<uint64_t>(mu * T);
+  const uint64_t chunk = LmHeadChunkRows(N, static_cast<uint64_t>(m.vocab_size));
+  const uint64_t ropes = m.rope_full.SameMath(m.rope_sliding) ? 1 : 2;
+  mem.activations = 4 * (Olmo3Model::ActivationArenaFloats(m, mu, T, policy) +
+                         chunk * (static_cast<uint64_t>(m.vocab_size + m.hidden_size) + 5) +
+                         ropes * static_cast<uint64_t>(T * m.head_dim));
+  if (c.compute.precision == "bf16") mem.gemm_scratch = 4 * Bf16GemmScratchFloats(m, N);
+  mem.batch = 8 * static_cast<uint64_t>(mu * M_r * T);
+  mem.runtime = RuntimeBytes(world);
+  return mem;
+}
+
+uint64_t MemoryBudget(const RunConfig& c, std::optional<uint64_t> memory, int64_t ranks_on_host,
+                      std::string* source) {
+  auto say = [&](std::string s) {
+    if (source) *source = std::move(s);
+  };
+  if (memory && *memory > 0) {
+    say("--memory");
+    return *memory;
+  }
+  const uint64_t configured =
+      ParseByteSize(c.parallel.memory_per_rank, "config key 'parallel.memory_per_rank'");
+  if (configured > 0) {
+    say("parallel.memory_per_rank");
+    return configured;
+  }
+  const int64_t ranks = std::max<int64_t>(1, ranks_on_host);
+  say(fmt::format("this machine's physical memory / {}", ranks));
+  return PhysicalMemoryBytes() / static_cast<uint64_t>(ranks);
+}
+
+Recompute ResolveRecompute(const RunConfig& c, int64_t world, uint64_t budget, bool* fits) {
+  std::vector<Recompute> candidates = {Recompute::kNone, Recompute::kMlp, Recompute::kFull};
+  if (c.train.recompute != "auto")
+    candidates = {ParseRecompute(c.train.recompute, "config key 'train.recompute'")};
+  for (Recompute r : candidates) {
+    if (PlanMemory(c, world, r).total() <= budget) {
+      if (fits) *fits = true;
+      return r;
+    }
+  }
+  if (fits) *fits = false;
+  return candidates.back();
+}
+
+RunPlan MakePlan(const RunConfig& c, const PlanOptions& o) {
+  const int64_t world = o.world;
+  const std::string problem = WorldProblem(c, world);
+  Require(problem.empty(), "--world {}: {}", world, problem);
+  const int64_t I = c.train.global_batch_instances, mu = c.train.micro_batch_instances;
   RunPlan p;
   p.params = c.model.NumParams();
   p.flops_per_token = c.model.FlopsPerToken(c.data.seq_len);
@@ -58,47 +234,98 @@ RunPlan MakePlan(const RunConfig& c, int64_t world, const std::vector<int64_t>& 
   p.rope_layers = {{"full_attention", RopeParamsJson(c.model.rope_full)},
                    {"sliding_attention", RopeParamsJson(c.model.rope_sliding)}};
   p.micro_batches_per_rank = I / world / mu;
+  p.sharding = c.parallel.sharding;
+  p.grad_accumulation = c.train.grad_accumulation;
+  p.precision = c.compute.precision;
+  p.recompute_requested = c.train.recompute;
 
-  const uint64_t P = c.model.BuildLayout().total_floats();
-  const uint64_t shard = (P + static_cast<uint64_t>(world) - 1) / static_cast<uint64_t>(world);
-  MemoryPlan& mem = p.memory;
-  mem.params = 4 * P;
-  mem.grads = 4 * P;
-  mem.adam = 8 * shard;
-  mem.accumulation = 4 * P * static_cast<uint64_t>(AccumulationStackDepth(p.micro_batches_per_rank));
-  mem.checkpoint_snapshot = 4 * P + 8 * shard;
-  mem.activations = 4 * ActivationFloats(c.model, mu, c.data.seq_len);
-  mem.batch = 8 * static_cast<uint64_t>(I / world * c.data.seq_len);
+  p.memory_budget = MemoryBudget(c, o.memory, world, &p.memory_budget_source);
+  for (Recompute r : {Recompute::kNone, Recompute::kMlp, Recompute::kFull})
+    p.total_by_recompute[RecomputeName(r)] = PlanMemory(c, world, r).total();
+  p.recompute = ResolveRecompute(c, world, p.memory_budget, &p.fits);
+  p.memory = PlanMemory(c, world, p.recompute);
+  p.recompute_flops_per_token = RecomputeFlopsPerToken(c.model, c.data.seq_len, p.recompute);
 
-  for (int64_t s : lr_steps) {
+  // The smallest world size that fits, each size under its own budget (a --memory or
+  // parallel.memory_per_rank is the same for every size; physical memory is split over them).
+  WorldFit& f = p.smallest_world;
+  f.searched = I;
+  for (int64_t r = 1; r <= I; ++r) {
+    if (!WorldProblem(c, r).empty()) continue;
+    bool fits = false;
+    const Recompute policy = ResolveRecompute(c, r, MemoryBudget(c, o.memory, r), &fits);
+    const uint64_t bytes = PlanMemory(c, r, policy).total();
+    if (fits) {
+      f.world = r;
+      f.recompute = policy;
+      f.bytes = bytes;
+      break;
+    }
+    if (f.least_world == 0 || bytes < f.least_bytes) f.least_bytes = bytes, f.least_world = r;
+  }
+
+  for (int64_t s : o.lr_steps) {
     Require(s >= 0, "--lr-at: steps must be >= 0, got {}", s);
     p.lr_at[s] = LrAt(c.optim.schedule, c.optim.lr, s);
   }
   return p;
 }
 
+nlohmann::json MemoryPlan::ToJson() const {
+  return {{"params", params},
+          {"grads", grads},
+          {"adam", adam},
+          {"accumulation", accumulation},
+          {"unit_buffers", unit_buffers},
+          {"checkpoint_snapshot", checkpoint_snapshot},
+          {"checkpoint_file_map", checkpoint_file_map},
+          {"activations", activations},
+          {"gemm_scratch", gemm_scratch},
+          {"batch", batch},
+          {"runtime", runtime}};
+}
+
 nlohmann::json RunPlan::ToJson() const {
   nlohmann::json lr = nlohmann::json::object();
   for (const auto& [s, v] : lr_at) lr[std::to_string(s)] = v;
+  nlohmann::json by_policy = nlohmann::json::object();
+  for (const auto& [k, v] : total_by_recompute) by_policy[k] = v;
+  nlohmann::json smallest = {{"world", smallest_world.world == 0
+                                           ? nlohmann::json(nullptr)
+                                           : nlohmann::json(smallest_world.world)},
+                             {"searched_up_to", smallest_world.searched}};
+  if (smallest_world.world > 0) {
+    smallest["recompute"] = RecomputeName(smallest_world.recompute);
+    smallest["memory_per_rank_bytes"] = smallest_world.bytes;
+  } else {
+    smallest["least_memory_per_rank_bytes"] = smallest_world.least_bytes;
+    smallest["least_memory_world"] = smallest_world.least_world;
+  }
   return {
       {"params", params},
       {"flops_per_token", flops_per_token},
       {"memory_per_rank_bytes", memory.total()},
+      {"memory_other_ranks_bytes", memory.total() - memory.rank0_only},
       {"steps", steps},
       {"tokens", tokens},
       {"lr_at", lr},
       {"tokens_per_step", tokens_per_step},
       {"world", world},
       {"micro_batches_per_rank", micro_batches_per_rank},
+      {"sharding", sharding},
+      {"grad_accumulation", grad_accumulation},
+      {"precision", precision},
+      {"recompute_requested", recompute_requested},
+      {"recompute", RecomputeName(recompute)},
+      {"recompute_flops_per_token", recompute_flops_per_token},
+      {"recompute_flops_overhead", recompute_flops_per_token / flops_per_token},
+      {"memory_budget_bytes", memory_budget},
+      {"memory_budget_source", memory_budget_source},
+      {"fits", fits},
+      {"memory_per_rank_by_recompute_bytes", by_policy},
+      {"smallest_world", smallest},
       {"rope", rope_layers},
-      {"memory_breakdown_bytes",
-       {{"params", memory.params},
-        {"grads", memory.grads},
-        {"adam", memory.adam},
-        {"accumulation", memory.accumulation},
-        {"checkpoint_snapshot", memory.checkpoint_snapshot},
-        {"activations", memory.activations},
-        {"batch", memory.batch}}},
+      {"memory_breakdown_bytes", memory.ToJson()},
   };
 }
 
@@ -113,12 +340,38 @@ std::string RunPlan::ToText() const {
   s += fmt::format("tokens            {}\n", tokens);
   s += fmt::format("ranks             {} ({} per rank per step)\n", world,
                    Plural(micro_batches_per_rank, "micro-batch", "micro-batches"));
+  s += fmt::format("mode              {} sharding, {} accumulation, {} precision\n", sharding,
+                   grad_accumulation, precision);
+  s += fmt::format("recompute         {}{} (+{:.4g} FLOPs per token, {:.1f}% over the model's)\n",
+                   RecomputeName(recompute),
+                   recompute_requested == "auto" ? " (auto)" : "", recompute_flops_per_token,
+                   100.0 * recompute_flops_per_token / flops_per_token);
   s += fmt::format("memory per rank   {:.2f} GiB: params {:.2f}, grads {:.2f}, adam {:.2f}, "
-                   "accumulation {:.2f}, checkpoint snapshot {:.2f}, activations {:.2f}, "
-                   "batch {:.3f}\n",
+                   "accumulation {:.2f}, unit buffers {:.2f}, checkpoint snapshot {:.2f}, "
+                   "checkpoint file map {:.2f}, activations {:.2f}, gemm scratch {:.2f}, "
+                   "batch {:.3f}, runtime {:.3f}\n",
                    gib(memory.total()), gib(memory.params), gib(memory.grads), gib(memory.adam),
-                   gib(memory.accumulation), gib(memory.checkpoint_snapshot),
-                   gib(memory.activations), gib(memory.batch));
+                   gib(memory.accumulation), gib(memory.unit_buffers),
+                   gib(memory.checkpoint_snapshot), gib(memory.checkpoint_file_map),
+                   gib(memory.activations), gib(memory.gemm_scratch), gib(memory.batch),
+                   gib(memory.runtime));
+  if (memory.rank0_only > 0 && world > 1)
+    s += fmt::format("  other ranks     {:.2f} GiB (rank 0 alone writes checkpoints)\n",
+                     gib(memory.total() - memory.rank0_only));
+  s += fmt::format("  by recompute    none {:.2f}, mlp {:.2f}, full {:.2f} GiB\n",
+                   gib(total_by_recompute.at("none")), gib(total_by_recompute.at("mlp")),
+                   gib(total_by_recompute.at("full")));
+  s += fmt::format("budget per rank   {:.2f} GiB ({}): {}\n", gib(memory_budget),
+                   memory_budget_source, fits ? "fits" : "DOES NOT FIT");
+  const WorldFit& f = smallest_world;
+  if (f.world > 0) {
+    s += fmt::format("smallest world    {} ranks ({:.2f} GiB per rank, recompute {})\n", f.world,
+                     gib(f.bytes), RecomputeName(f.recompute));
+  } else {
+    s += fmt::format("smallest world    none: does not fit at any world size up to {} (least "
+                     "{:.2f} GiB per rank, at {} ranks)\n",
+                     f.searched, gib(f.least_bytes), f.least_world);
+  }
   for (const auto& [step, lr] : lr_at) s += fmt::format("lr at step {:<8} {:.10g}\n", step, lr);
   return s;
 }

@@ -1,43 +1,68 @@
 // What a run config means before anything runs (`replica plan`, docs/design.md §5): parameter count,
 // window-aware FLOPs per token (ModelConfig::FlopsPerToken, docs/design.md §6), steps and tokens, LR at
-// chosen steps, and the memory one data-parallel rank needs.
+// chosen steps, and the memory one rank needs for the config's sharding mode and recompute policy,
+// against a memory budget per rank: which recompute policy `auto` resolves to, whether it fits, and
+// the smallest world size at which it does.
 //
-// Memory per rank (bytes), with P = the flat parameter buffer's floats (including the 16-float
-// alignment padding), R ranks, μ instances per micro-batch, T = seq_len, M_r = micro-batches per
-// rank per step:
-//   params               4·P                   fp32 master weights (every rank holds them all)
-//   grads                4·P                   fp32 gradients
-//   adam                 8·⌈P/R⌉               m and v, ZeRO-1: sharded over the R ranks
-//   accumulation         4·P·S(M_r)            spare gradient buffers of the micro-batch reduction
-//                                              tree (S = the tree's largest stack, ⌊log2 M_r⌋)
-//   checkpoint_snapshot  4·P + 8·⌈P/R⌉         the background checkpoint writer's copy
-//   activations          4·A(μ·T)              the buffers Olmo3Model preallocates for one
-//                                              micro-batch of N = μ·T tokens (src/model/olmo3.cc):
-//     A(N) = L·N·(4D + 3·Hd + 3·KVd + 3I + H + 4)     saved per layer for backward
-//          + N·(4D + 3I + 4·Hd + 4·KVd)               backward scratch shared by the layers
-//          + N·(2D + 1)                               final norm input/output
-//          + min(N, max(1, 8Mi / V))·V + 2·T·hd       LM-head logits chunk, RoPE tables (cos and
-//                                                     sin, T·hd/2 each, for at most 2 settings)
-//     (Hd = H·hd, KVd = KV·hd)
-//   batch                8·(I/R)·T              token ids and labels of the rank's batch
-// The sum is a planning estimate: it leaves out the allocator, BLAS workspaces, and the page cache
-// of memory-mapped token files.
+// Memory per rank (bytes; docs/memory.md explains every term), with P = the flat parameter
+// buffer's floats (alignment padding included), S = the largest rank's shard of it (ShardPlan:
+// kNormBlock-aligned), U = the largest unit's floats (embedding, one layer, or final norm + LM
+// head), R ranks, M_r = micro-batches per rank per step, μ = instances per micro-batch, T = seq_len:
+//                      zero1/tree            world 1/sequential    zero3 (sequential)
+//   params             4P                    4P                    4S   owned fp32 master shard
+//   grads              4P                    4P (per micro-batch)  4S   owned accumulator shard
+//   adam               8S (R=1: 8P)          8P                    8S
+//   accumulation       4P·⌊log2 M_r⌋         4P (running sum)      0    (tree: TreeAccumulator's
+//                                                                       spare buffers, exact depth)
+//   unit_buffers       0                     0                     4U·(w·[R>1] + w + [R>1])
+//                                        (w = 2 with a tied LM head, else 1: gathered weights —
+//                                         none at R = 1 —, unit gradients, the fold's receive buffer)
+//   checkpoint_snapshot  zero1: rank 0's snapshot 12P (+8P gathered m, v when R > 1);
+//                        zero3: 12S on every rank (sharded checkpoint)
+//   checkpoint_file_map  the largest checkpoint file, mapped while the manifest hashes it:
+//                        zero1 8P (rank 0), zero3 12S
+//   activations        4·Olmo3Model::ActivationArenaFloats(μ, T, policy) + the LM head's chunk
+//                      (c = min(N, max(1, 8Mi/V)) rows of V + D + 5 floats) + RoPE tables (2·T·hd/2 per
+//                      distinct setting, ≤ 2)
+//   gemm_scratch       compute.precision bf16 only: the operand copies the bf16 GEMM keeps
+//                      (4·(max A + max B) floats over the model's GEMMs)
+//   batch              8·(μ·M_r)·T: the rank's token ids and labels
+//   runtime            the process without the model: code, libraries, OpenMP/BLAS/MPI state
+//                      (RuntimeBytes, measured: docs/memory.md)
+// The sum is a planning estimate; docs/memory.md compares it with measured peak RSS.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "model/recompute.h"
 #include "run/run_config.h"
 
 namespace replica {
 
 struct MemoryPlan {
-  uint64_t params = 0, grads = 0, adam = 0, accumulation = 0, checkpoint_snapshot = 0,
-           activations = 0, batch = 0;
+  uint64_t params = 0, grads = 0, adam = 0, accumulation = 0, unit_buffers = 0,
+           checkpoint_snapshot = 0, checkpoint_file_map = 0, activations = 0, gemm_scratch = 0,
+           batch = 0, runtime = 0;
+  uint64_t rank0_only = 0;  // of the total, what only rank 0 holds (it alone writes checkpoints)
   uint64_t total() const {
-    return params + grads + adam + accumulation + checkpoint_snapshot + activations + batch;
+    return params + grads + adam + accumulation + unit_buffers + checkpoint_snapshot +
+           checkpoint_file_map + activations + gemm_scratch + batch + runtime;
   }
+  nlohmann::json ToJson() const;
+};
+
+// The smallest world size at which the config fits its budget per rank.
+struct WorldFit {
+  int64_t world = 0;         // 0: no world size up to `searched` fits
+  Recompute recompute = Recompute::kFull;
+  uint64_t bytes = 0;        // the plan's total per rank there
+  int64_t searched = 0;      // the largest world size tried (the global batch in instances)
+  uint64_t least_bytes = 0;  // when none fits: the least memory per rank at any world size
+  int64_t least_world = 0;   //   and where
 };
 
 struct RunPlan {
@@ -48,23 +73,60 @@ struct RunPlan {
   int64_t tokens = 0;             // steps · tokens_per_step
   int64_t world = 1;
   int64_t micro_batches_per_rank = 0;
-  MemoryPlan memory;
+  std::string sharding, grad_accumulation, precision;
+  std::string recompute_requested;  // none | mlp | full | auto
+  Recompute recompute = Recompute::kNone;  // the policy planned (auto resolved)
+  uint64_t memory_budget = 0;       // bytes per rank
+  std::string memory_budget_source; // "--memory", "parallel.memory_per_rank", "physical memory / R"
+  bool fits = false;
+  MemoryPlan memory;                // under `recompute`
+  std::map<std::string, uint64_t> total_by_recompute;  // "none" / "mlp" / "full" -> bytes
+  double recompute_flops_per_token = 0;  // extra FLOPs per token of `recompute`
+  WorldFit smallest_world;
   std::map<int64_t, double> lr_at;
   std::string rope;               // ModelConfig::RopeSummary()
   nlohmann::json rope_layers;     // {"full_attention": RopeParamsJson, "sliding_attention": ...}
 
-  nlohmann::json ToJson() const;  // {params, flops_per_token, memory_per_rank_bytes, steps, tokens,
-                                  //  lr_at: {"step": lr}, rope, ...breakdown}
+  nlohmann::json ToJson() const;
   std::string ToText() const;
 };
 
+// What a process costs without the model (code, libraries, OpenMP and OpenBLAS state; under
+// mpirun OpenMPI's too), measured on this machine (docs/memory.md).
+constexpr uint64_t kRuntimeMiB = 19, kRuntimeMpiMiB = 44;
+uint64_t RuntimeBytes(int64_t world);
+
 // Largest number of spare buffers TreeAccumulator holds for `count` leaves.
 int64_t AccumulationStackDepth(int64_t count);
-// Floats of activations Olmo3Model allocates for a micro-batch of `tokens` tokens (formula above).
-uint64_t ActivationFloats(const ModelConfig& m, int64_t micro_batch_instances, int64_t seq_len);
+// The largest of R ranks' shards of P floats (ShardPlan's kNormBlock-aligned cut).
+uint64_t MaxShardFloats(uint64_t P, int64_t world);
+// Extra FLOPs per token the policy's recompute costs (docs/memory.md):
+//   mlp:  (L−1) · 6·D·I                          gate, up and down GEMMs again
+//   full: Σ_{l<L−1} [2·(D·(2·Hd + 2·KVd) + 3·D·I) + 4·Hd·vis_l/T]   each layer's forward again
+// (vis_l = Σ_t min(t+1, W_l): the attention's visible keys; the last layer is not recomputed: the
+// forward leaves its values in the working set).
+double RecomputeFlopsPerToken(const ModelConfig& m, int64_t seq_len, Recompute policy);
 
-// Error when world does not divide the global batch or the rank batch is not a whole number of
-// micro-batches. Steps in lr_steps must be >= 0.
-RunPlan MakePlan(const RunConfig& config, int64_t world, const std::vector<int64_t>& lr_steps);
+// "" when `world` ranks can run the config's mode (parallel.sharding, train.grad_accumulation,
+// batch split); else why not.
+std::string WorldProblem(const RunConfig& c, int64_t world);
+// The memory per rank of the config at `world` ranks under `policy`. The world must be runnable.
+MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy);
+// The budget per rank: `memory` (from --memory) if given, else parallel.memory_per_rank if not 0,
+// else this machine's physical memory divided by `ranks_on_host`.
+uint64_t MemoryBudget(const RunConfig& c, std::optional<uint64_t> memory, int64_t ranks_on_host,
+                      std::string* source = nullptr);
+// train.recompute with auto resolved: the first of none, mlp, full (cheapest in FLOPs first)
+// whose plan fits `budget`; full when none fits (then *fits is false).
+Recompute ResolveRecompute(const RunConfig& c, int64_t world, uint64_t budget,
+                           bool* fits = nullptr);
+
+struct PlanOptions {
+  int64_t world = 1;
+  std::optional<uint64_t> memory;  // --memory; else parallel.memory_per_rank / physical memory
+  std::vector<int64_t> lr_steps;
+};
+// Error when the world cannot run the config (WorldProblem) or a step in lr_steps is negative.
+RunPlan MakePlan(const RunConfig& config, const PlanOptions& options);
 
 }  // namespace replica

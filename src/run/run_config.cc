@@ -11,8 +11,10 @@
 
 #include "core/atomic_file.h"
 #include "core/checked_math.h"
+#include "core/byte_size.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "model/recompute.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/precision.h"
 
@@ -89,6 +91,9 @@ const std::vector<Field>& Fields() {
       {"train.grad_accumulation", Kind::kString, true, REF(train.grad_accumulation),
        "how micro-batch gradients are summed: tree (evens-first pairwise) | sequential (left fold "
        "in micro-batch order; parallel.sharding zero3 needs it)"},
+      {"train.recompute", Kind::kString, false, REF(train.recompute),
+       "activation recomputation: none | mlp (SwiGLU MLP) | full (whole layer) | auto (the "
+       "cheapest that fits parallel.memory_per_rank); changes no bit"},
       {"train.skip_step.enabled", Kind::kBool, true, REF(train.skip_step.enabled),
        "skip steps whose loss or grad norm is an outlier"},
       {"train.skip_step.window", Kind::kInt, true, REF(train.skip_step.window),
@@ -138,6 +143,9 @@ const std::vector<Field>& Fields() {
        "cap on the CPU's instruction set: auto | avx2 | avx512 | amx"},
       {"parallel.sharding", Kind::kString, false, REF(parallel.sharding),
        "what ranks shard: zero1 (Adam m, v) | zero3 (parameters, gradients, Adam m, v)"},
+      {"parallel.memory_per_rank", Kind::kString, false, REF(parallel.memory_per_rank),
+       "memory one rank may use, bytes or e.g. 24GiB (0: physical memory / ranks on this host); "
+       "what train.recompute auto plans against"},
       {"fault.kill_at_step", Kind::kInt, false, REF(fault.kill_at_step),
        "test hook: SIGKILL itself after this step (0 = off)"},
       {"fault.kill_in_checkpoint", Kind::kInt, false, REF(fault.kill_in_checkpoint),
@@ -670,6 +678,10 @@ void Validate(RunConfig& c, const std::string& source,
           "folds micro-batch gradients into each owner's shard in micro-batch order; set "
           "train.grad_accumulation: sequential",
           W("parallel.sharding"), c.train.grad_accumulation);
+  if (c.train.recompute != "auto")
+    ParseRecompute(c.train.recompute, W("train.recompute") + "config key 'train.recompute' (or auto)");
+  ParseByteSize(c.parallel.memory_per_rank,
+                W("parallel.memory_per_rank") + "config key 'parallel.memory_per_rank'");
   non_negative(c.fault.kill_at_step, "fault.kill_at_step");
   non_negative(c.fault.kill_in_checkpoint, "fault.kill_in_checkpoint");
   Require(c.fault.kill_in_checkpoint_phase == "files" ||

@@ -64,6 +64,9 @@ struct RunConfig {
     // How micro-batch gradients are summed (train/grad_accumulation.h): "tree" (the evens-first
     // pairwise tree) or "sequential" (left fold in micro-batch order). Trajectory key.
     std::string grad_accumulation = "tree";
+    // Activation recomputation (model/recompute.h): none | mlp | full, or auto = the cheapest
+    // that fits parallel.memory_per_rank (run/plan.h). Changes no bit: not a trajectory key.
+    std::string recompute = "auto";
   } train;
 
   // The AdamW keys (betas, eps, weight_decay, max_grad_norm, no_decay: optim/adamw.h), the peak
@@ -98,6 +101,9 @@ struct RunConfig {
   // How a multi-rank job shares the model (docs/distributed.md). Not a trajectory key.
   struct Parallel {
     std::string sharding = "zero1";  // zero1: Adam sharded | zero3: parameters, grads, Adam sharded
+    // Memory one rank may use (core/byte_size.h: bytes or "24GiB"); "0" = this machine's physical
+    // memory divided by the ranks on it. What train.recompute: auto plans against.
+    std::string memory_per_rank = "0";
   } parallel;
 
   struct Fault {

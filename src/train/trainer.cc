@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "checkpoint/reader.h"
 #include "checkpoint/sharded_writer.h"
 #include "core/atomic_file.h"
+#include "core/byte_size.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault.h"
@@ -29,10 +31,10 @@
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
 #include "run/metrics_writer.h"
+#include "run/plan.h"
 #include "train/grad_reducer.h"
 #include "train/init.h"
 #include "train/run_log.h"
-#include "train/run_summary.h"
 #include "train/train_data.h"
 #include "train/train_state.h"
 #include "train/train_step.h"
@@ -201,6 +203,7 @@ class TrainingRun {
   explicit TrainingRun(const TrainerOptions& options);
   // Resume, init.from_checkpoint or a fresh init (saying which); writes the run's config.
   void LoadOrInitState();
+  Recompute ChooseRecompute();
   bool done() const { return step_ >= cfg_.train.max_steps; }
   TrainSummary NothingToDo();
   // Metrics file, checkpoint writer, fault injection, the MFU denominator and the train step.
@@ -287,7 +290,7 @@ void TrainingRun::LoadOrInitState() {
 
   const Backend& backend = BackendFor(compute_.precision);
   model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, backend,
-                 reducer_.MakeParamStore(cfg_.model, backend));
+                 reducer_.MakeParamStore(cfg_.model, backend), ChooseRecompute());
   const ParamLayout& layout = model_->layout();
   const OwnedParams owned = reducer_.Owned(*model_);
   optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
@@ -320,8 +323,6 @@ void TrainingRun::LoadOrInitState() {
     tokens_ = saved->tokens;
     loader_->Restore(data::LoaderState::FromJson(saved->loader));
     skip_.Restore(saved->skip_losses, saved->skip_grad_norms);
-    non_finite_.Restore(saved->non_finite_total, saved->non_finite_consecutive,
-                        saved->non_finite_first_step);
     Require(saved->adam_step == optimizer_->step(),
             "{}: state.json says Adam step {}, the optimizer state says {}", ckpt->dir(),
             saved->adam_step, optimizer_->step());
@@ -373,9 +374,6 @@ void TrainingRun::OpenOutputs() {
     peak_text = measured.Describe();
   }
   summary_.peak_flops = peak_;
-  for (const std::string& line :
-       ResolvedConfigLines(cfg_, loader_->dataset(), loader_->batches_per_epoch()))
-    log_->Line(line);
   log_->Line(fmt::format("compute: {}", compute_.Describe()));
   const std::optional<TrainState>& saved = start_.saved;
   if (saved && (saved->precision != precision_name_ ||
@@ -402,6 +400,24 @@ void TrainingRun::OpenOutputs() {
   train_step_.emplace(*model_, reducer_, *optimizer_, skip_, shape_.micro,
                       cfg_.train.z_loss_multiplier);
   loop_start_ = Clock::now();
+}
+
+// train.recompute, with auto resolved against the memory budget per rank (run/plan.h).
+Recompute TrainingRun::ChooseRecompute() {
+  if (cfg_.train.recompute != "auto")
+    return ParseRecompute(cfg_.train.recompute, "config key 'train.recompute'");
+  int64_t ranks_on_host = opt_.world;
+  if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    ranks_on_host = std::max<int64_t>(1, std::atoll(local));
+  std::string source;
+  const uint64_t budget = MemoryBudget(cfg_, std::nullopt, ranks_on_host, &source);
+  bool fits = false;
+  const Recompute policy = ResolveRecompute(cfg_, opt_.world, budget, &fits);
+  log_->Line(fmt::format("recompute: {} (auto: planned {} per rank {} the budget of {}, {})",
+                         RecomputeName(policy),
+                         FormatBytes(PlanMemory(cfg_, opt_.world, policy).total()),
+                         fits ? "fits" : "does NOT fit", FormatBytes(budget), source));
+  return policy;
 }
 
 data::RankBatch TrainingRun::NextBatch(int64_t s) {
@@ -560,14 +576,12 @@ TrainSummary TrainingRun::Finish() {
   summary.wall_s = SecondsSince(wall_start_);
   summary.mean_tokens_per_s = steps_run_ ? sum_tps_ / static_cast<double>(steps_run_) : 0;
   summary.mean_mfu = steps_run_ ? sum_mfu_ / static_cast<double>(steps_run_) : 0;
-  summary.non_finite_steps = non_finite_.total();
   log_->Line(fmt::format(
       "done: steps {} -> {} in {}, loss {:.4f} -> {:.4f}, {:.0f} tok/s, MFU {:.1f}% (of {:.1f} "
-      "GFLOP/s GEMM peak), {} skipped, {} non-finite in the run; metrics {}, last checkpoint {}",
+      "GFLOP/s GEMM peak), {} skipped; metrics {}, last checkpoint {}",
       summary.start_step, summary.end_step, Duration(summary.wall_s), summary.first_loss,
       summary.last_loss, summary.mean_tokens_per_s, 100 * summary.mean_mfu, peak_ / 1e9,
-      summary.skipped_steps, summary.non_finite_steps,
-      metrics_ ? metrics_->path() : std::string("(rank 0)"),
+      summary.skipped_steps, metrics_ ? metrics_->path() : std::string("(rank 0)"),
       summary.last_checkpoint));
   if (steps_run_ > 1) {
     summary.step_profile = {{"steps", steps_run_ - 1}, {"step_seconds", sum_step_s_}};
@@ -592,7 +606,6 @@ nlohmann::json TrainSummary::ToJson() const {
           {"end_step", end_step},
           {"resumed_from", resumed_from},
           {"skipped_steps", skipped_steps},
-          {"non_finite_steps", non_finite_steps},
           {"first_loss", first_loss},
           {"last_loss", last_loss},
           {"wall_s", wall_s},

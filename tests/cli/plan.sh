@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `replica plan`: the 7B stage-1 preset has 7,298,617,344 parameters and the recipe's LR at given
-# steps; bad input exits 2 naming the problem.   usage: plan.sh <replica-binary> <repo-root>
+# steps; its memory per rank (zero3, recompute auto) fits 20 GiB at the smallest world it reports;
+# bad input exits 2 naming the problem.   usage: plan.sh <replica-binary> <repo-root>
 set -u
 BIN=$1
 ROOT=$2
@@ -33,7 +34,7 @@ want(lr[1192093] == 3e-5 * 1.0 or abs(lr[1192093] - 3e-5) < 1e-20, f"lr(t_max) {
 sys.exit(0 if ok else 1)
 PY
 
-# ZeRO-1: Adam state per rank shrinks with the world size.
+# Adam state per rank shrinks with the world size (zero3, as zero1).
 "$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --world 512 --json > "$tmp/w.json" \
   || { echo "FAIL: plan --world 512"; fail=1; }
 python3 -c "
@@ -73,6 +74,54 @@ sys.exit(0 if ok else 1)" || { echo "FAIL: plan rope fields"; fail=1; }
   | grep -q "RoPE *full layers yarn (theta 500000.0, factor 8.0, original_max_position_embeddings 8192" \
   || { echo "FAIL: plan text lacks the YaRN line"; fail=1; }
 
+# Memory per rank for the recipe's mode (zero3, sequential, recompute auto, 20GiB per rank): the
+# breakdown sums to the total; the smallest world it reports fits and the next smaller runnable
+# world does not; auto picks the cheapest policy that fits; the FLOP overhead of full recompute is
+# the forward of every layer but the last (computed here from the shape).
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --json > "$tmp/m.json" || { echo "FAIL: plan m"; fail=1; }
+W=$(python3 -c "import json; print(json.load(open('$tmp/m.json'))['smallest_world']['world'])")
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --world "$W" --json > "$tmp/mw.json" || { echo "FAIL: plan --world $W"; fail=1; }
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --world "$((W / 2))" --json > "$tmp/mh.json" || { echo "FAIL: plan --world $((W / 2))"; fail=1; }
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --world 1 --memory 1TiB --json > "$tmp/big.json" || { echo "FAIL: plan 1TiB"; fail=1; }
+python3 - "$tmp" "$ROOT/configs/olmo3-7b.json" <<'PY2' || fail=1
+import json, sys
+d = sys.argv[1]
+m, mw, mh, big = (json.load(open(f"{d}/{n}.json")) for n in ("m", "mw", "mh", "big"))
+hf = json.load(open(sys.argv[2]))
+ok = True
+def want(cond, what):
+    global ok
+    if not cond:
+        print("FAIL:", what); ok = False
+for p in (m, mw, mh, big):
+    want(sum(p["memory_breakdown_bytes"].values()) == p["memory_per_rank_bytes"], "terms sum to the total")
+    by = p["memory_per_rank_by_recompute_bytes"]
+    want(by["full"] < by["mlp"] < by["none"], f"policies not ordered {by}")
+want(m["sharding"] == "zero3" and m["grad_accumulation"] == "sequential" and m["recompute_requested"] == "auto", "recipe mode")
+want(m["memory_budget_bytes"] == 20 * 2**30 and m["memory_budget_source"] == "parallel.memory_per_rank", "budget from the config")
+W = m["smallest_world"]["world"]
+want(W is not None and 1 < W <= 512, f"7B fits 20GiB at some world <= 512 ({W})")
+want(mw["fits"] and mw["memory_per_rank_bytes"] <= 20 * 2**30, "fits at the smallest world")
+want(mw["memory_per_rank_bytes"] == m["smallest_world"]["memory_per_rank_bytes"], "same total there")
+want(not mh["fits"] and mh["recompute"] == "full", "half the smallest world does not fit")
+want(big["recompute"] == "none" and big["fits"], "a roomy budget keeps every activation")
+# FLOPs of one layer's forward per token, every layer but the last (the recompute of full).
+D, I, H, KV = hf["hidden_size"], hf["intermediate_size"], hf["num_attention_heads"], hf["num_key_value_heads"]
+hd = D // H; T = 8192; Wn = hf["sliding_window"]
+def vis(w): return T * (T + 1) // 2 if (w == 0 or T <= w) else w * (w + 1) // 2 + (T - w) * w
+types = hf["layer_types"]
+extra = sum(2 * (D * (2 * H * hd + 2 * KV * hd) + 3 * D * I) + 4 * H * hd * vis(Wn if t == "sliding_attention" else 0) / T
+            for t in types[:-1])
+want(abs(mw["recompute_flops_per_token"] - extra) <= 1e-9 * extra, f"full recompute FLOPs {mw['recompute_flops_per_token']} vs {extra}")
+want(abs(mw["recompute_flops_overhead"] - extra / mw["flops_per_token"]) < 1e-12, "overhead ratio")
+want(big["recompute_flops_per_token"] == 0, "none costs nothing")
+sys.exit(0 if ok else 1)
+PY2
+"$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --memory 4GiB > "$tmp/nofit.txt" || { echo "FAIL: plan 4GiB"; fail=1; }
+grep -q "smallest world    none: does not fit at any world size up to 512" "$tmp/nofit.txt" \
+  || { echo "FAIL: 4GiB does not say it cannot fit"; cat "$tmp/nofit.txt"; fail=1; }
+grep -q "DOES NOT FIT" "$tmp/nofit.txt" || { echo "FAIL: 4GiB at world 1 not refused"; fail=1; }
+
 expect_exit2() {  # expect_exit2 <what> <text the error must contain> <args...>
   local what=$1 text=$2; shift 2
   "$BIN" plan "$@" > /dev/null 2> "$tmp/err"
@@ -82,6 +131,10 @@ expect_exit2() {  # expect_exit2 <what> <text the error must contain> <args...>
   fi
 }
 expect_exit2 "world not dividing the batch" "--world 3" "$ROOT/configs/olmo3-7b-stage1.yaml" --world 3
+expect_exit2 "bad --memory" "--memory: '24 gigs'" "$ROOT/configs/olmo3-7b-stage1.yaml" --memory "24 gigs"
+expect_exit2 "bad memory_per_rank" "parallel.memory_per_rank" "$ROOT/configs/olmo3-7b-stage1.yaml" --set parallel.memory_per_rank=-3GiB
+expect_exit2 "zero1 with sequential on 2 ranks" "--world 2: parallel.sharding zero1 with more than one rank needs train.grad_accumulation: tree" \
+  "$ROOT/configs/olmo3-7b-stage1.yaml" --set parallel.sharding=zero1 --world 2
 expect_exit2 "unknown key" "optim.learning_rate" "$ROOT/configs/olmo3-7b-stage1.yaml" --set optim.learning_rate=1
 expect_exit2 "missing config" "nope.yaml" "$tmp/nope.yaml"
 expect_exit2 "yarn factor below 1" "'rope_scaling.factor'" "$ROOT/configs/olmo3-7b-stage2.yaml" \

@@ -92,6 +92,11 @@ run 2 "$tmp/M" "${Z[@]}" || { echo "FAIL: zero3 2-rank resume of a world-1 run e
 check "M resumed from step 4" 'grep -q "resuming from .*step-00000004" "$tmp/M.log"'
 same "world-1 sequential to step 4, resumed by zero3 on 2 ranks" "$tmp/S1" "$tmp/M"
 
+# Recomputation inside the ZeRO-3 backward (the recompute forward uses the weights the backward
+# acquired) changes no bit either.
+run 2 "$tmp/R" "${Z[@]}" --set train.recompute=full || { echo "FAIL: zero3 + recompute full exit $?"; cat "$tmp/R.log"; fail=1; }
+same "zero3 on 2 ranks with full recomputation vs world-1 sequential" "$tmp/S1" "$tmp/R"
+
 expect_refusal() {  # expect_refusal <what> <text> <cmd...>
   local what=$1 text=$2; shift 2
   "$@" > /dev/null 2> "$tmp/err"
