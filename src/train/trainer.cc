@@ -35,6 +35,7 @@
 #include "train/grad_reducer.h"
 #include "train/init.h"
 #include "train/run_log.h"
+#include "train/run_summary.h"
 #include "train/train_data.h"
 #include "train/train_state.h"
 #include "train/train_step.h"
@@ -323,6 +324,8 @@ void TrainingRun::LoadOrInitState() {
     tokens_ = saved->tokens;
     loader_->Restore(data::LoaderState::FromJson(saved->loader));
     skip_.Restore(saved->skip_losses, saved->skip_grad_norms);
+    non_finite_.Restore(saved->non_finite_total, saved->non_finite_consecutive,
+                        saved->non_finite_first_step);
     Require(saved->adam_step == optimizer_->step(),
             "{}: state.json says Adam step {}, the optimizer state says {}", ckpt->dir(),
             saved->adam_step, optimizer_->step());
@@ -374,6 +377,9 @@ void TrainingRun::OpenOutputs() {
     peak_text = measured.Describe();
   }
   summary_.peak_flops = peak_;
+  for (const std::string& line :
+       ResolvedConfigLines(cfg_, loader_->dataset(), loader_->batches_per_epoch()))
+    log_->Line(line);
   log_->Line(fmt::format("compute: {}", compute_.Describe()));
   const std::optional<TrainState>& saved = start_.saved;
   if (saved && (saved->precision != precision_name_ ||
@@ -576,12 +582,14 @@ TrainSummary TrainingRun::Finish() {
   summary.wall_s = SecondsSince(wall_start_);
   summary.mean_tokens_per_s = steps_run_ ? sum_tps_ / static_cast<double>(steps_run_) : 0;
   summary.mean_mfu = steps_run_ ? sum_mfu_ / static_cast<double>(steps_run_) : 0;
+  summary.non_finite_steps = non_finite_.total();
   log_->Line(fmt::format(
       "done: steps {} -> {} in {}, loss {:.4f} -> {:.4f}, {:.0f} tok/s, MFU {:.1f}% (of {:.1f} "
-      "GFLOP/s GEMM peak), {} skipped; metrics {}, last checkpoint {}",
+      "GFLOP/s GEMM peak), {} skipped, {} non-finite in the run; metrics {}, last checkpoint {}",
       summary.start_step, summary.end_step, Duration(summary.wall_s), summary.first_loss,
       summary.last_loss, summary.mean_tokens_per_s, 100 * summary.mean_mfu, peak_ / 1e9,
-      summary.skipped_steps, metrics_ ? metrics_->path() : std::string("(rank 0)"),
+      summary.skipped_steps, summary.non_finite_steps,
+      metrics_ ? metrics_->path() : std::string("(rank 0)"),
       summary.last_checkpoint));
   if (steps_run_ > 1) {
     summary.step_profile = {{"steps", steps_run_ - 1}, {"step_seconds", sum_step_s_}};
@@ -606,6 +614,7 @@ nlohmann::json TrainSummary::ToJson() const {
           {"end_step", end_step},
           {"resumed_from", resumed_from},
           {"skipped_steps", skipped_steps},
+          {"non_finite_steps", non_finite_steps},
           {"first_loss", first_loss},
           {"last_loss", last_loss},
           {"wall_s", wall_s},
