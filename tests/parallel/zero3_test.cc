@@ -23,6 +23,7 @@
 #include "train/grad_reducer.h"
 #include "train/init.h"
 #include "train/train_step.h"
+#include "testing/util.h"
 
 namespace replica::parallel {
 namespace {
@@ -54,13 +55,7 @@ RunConfig TinyRun(bool tied) {
 
 // Global batch of step s: ids and labels [kInstances, kSeq], some labels ignored.
 void Batch(int64_t s, std::vector<int32_t>& ids, std::vector<int32_t>& labels) {
-  std::mt19937 rng(static_cast<uint32_t>(91 + s));
-  ids.resize(kInstances * kSeq);
-  labels.resize(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<int32_t>(rng() % 64);
-    labels[i] = rng() % 7 == 0 ? kIgnoreLabel : static_cast<int32_t>(rng() % 64);
-  }
+  test::RandomLabelledBatch(static_cast<uint32_t>(91 + s), kInstances * kSeq, 64, ids, labels);
 }
 
 struct Trajectory {

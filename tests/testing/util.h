@@ -6,11 +6,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/cross_entropy.h"
 
 namespace replica::test {
 
@@ -77,5 +81,18 @@ optim:
   lr: 1.0e-3
   schedule: {type: cosine, warmup: 2}
 )";
+
+// `tokens` ids and labels uniform in [0, vocab) from std::mt19937(seed), about one label in
+// seven kIgnoreLabel: a training batch for tests, the same for a given seed on every machine.
+inline void RandomLabelledBatch(uint32_t seed, size_t tokens, int32_t vocab,
+                                std::vector<int32_t>& ids, std::vector<int32_t>& labels) {
+  std::mt19937 rng(seed);
+  ids.resize(tokens);
+  labels.resize(tokens);
+  for (size_t i = 0; i < tokens; ++i) {
+    ids[i] = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+    labels[i] = rng() % 7 == 0 ? kIgnoreLabel : static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  }
+}
 
 }  // namespace replica::test
