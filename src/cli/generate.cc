@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -28,6 +29,7 @@ struct GenerateArgs {
   std::vector<std::string> prompts;
   int64_t max_new_tokens = 64, context = 0;
   SamplingOptions sampling;
+  std::string weights = "auto";
   bool ignore_eos = false, json = false, report_bound = false;
   int threads = 0;
 };
@@ -106,7 +108,17 @@ int RunGenerate(const GenerateArgs& a) {
             ids[i].size() + a.max_new_tokens, context,
             a.context > 0 ? " (--context)" : " (max_position_embeddings)");
   }
-  Decoder decoder(model, context);
+  const Decoder::Weights placement = a.weights == "copy"     ? Decoder::Weights::kCopied
+                                     : a.weights == "mapped" ? Decoder::Weights::kMapped
+                                                             : Decoder::AutoWeights(model);
+  const auto copy_t0 = std::chrono::steady_clock::now();
+  Decoder decoder(model, context, placement);
+  if (placement == Decoder::Weights::kCopied) {
+    std::fprintf(stderr, "generate: weights copied to memory: %.2f GB in %.1f s (%.2f GB on huge pages)\n",
+                 decoder.step_weight_bytes() / 1e9,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_t0).count(),
+                 model.weights().copied_huge_bytes() / 1e9);
+  }
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens;
   o.eos_token_id = a.ignore_eos ? -1 : c.eos_token_id;
@@ -147,10 +159,11 @@ int RunGenerate(const GenerateArgs& a) {
   }
   std::fprintf(stderr,
                "generate: %lld new tokens; prefill %lld tokens in %.2f s (%.1f tokens/s); decode %lld "
-               "steps in %.2f s: %.2f tokens/s (%.2f GB of weights per step)\n",
+               "steps in %.2f s: %.2f tokens/s (%.2f GB of weights per step, %s)\n",
                static_cast<long long>(new_tokens), static_cast<long long>(prompt_tokens), prefill_s,
                prefill_s > 0 ? prompt_tokens / prefill_s : 0.0, static_cast<long long>(steps),
-               decode_s, decode_s > 0 ? steps / decode_s : 0.0, decoder.step_weight_bytes() / 1e9);
+               decode_s, decode_s > 0 ? steps / decode_s : 0.0, decoder.step_weight_bytes() / 1e9,
+               placement == Decoder::Weights::kCopied ? "copied to memory" : "read from the file mapping");
   if (a.report_bound && steps > 0) {
     const double bw = MeasureReadBandwidth();
     const double bound = bw / static_cast<double>(decoder.step_weight_bytes());
@@ -190,6 +203,12 @@ CommandRegistration reg(
       app.add_flag("--report-bound", a->report_bound,
                    "after generating, measure memory read bandwidth and report decode tokens/s "
                    "against the bound (weight bytes per step / bandwidth)");
+      app.add_option("--weights", a->weights,
+                     "where decoding reads the weight matrices: copy (into huge-page memory once; "
+                     "needs their size in RAM), mapped (the file mapping), auto (copy when they fit "
+                     "in 80% of available memory)")
+          ->check(CLI::IsMember({"auto", "copy", "mapped"}))
+          ->capture_default_str();
       app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at the end-of-sequence token");
       app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_flag("--json", a->json, "one object per prompt as JSON on stdout (no streamed text)");

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/finite.h"
 #include "core/half.h"
+#include "core/huge_pages.h"
 #include "infer/matvec.h"
 #include "ops/cpu/rmsnorm.h"
 #include "ops/cpu/swiglu.h"
@@ -18,10 +19,34 @@ std::string L(int64_t l, const char* tensor) {
   return "model.layers." + std::to_string(l) + "." + tensor;
 }
 
+constexpr const char* kLayerMatrixNames[] = {
+    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+    "mlp.down_proj.weight"};
+
+const char* HeadName(const ModelConfig& c) {
+  return c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+}
+
 }  // namespace
 
-Decoder::Decoder(InferenceModel& model, int64_t max_context)
-    : model_(model), c_(model.config()), max_context_(max_context) {
+std::vector<std::string> Decoder::StepMatrixNames(const ModelConfig& c) {
+  std::vector<std::string> names;
+  for (int64_t l = 0; l < c.num_layers; ++l)
+    for (const char* t : kLayerMatrixNames) names.push_back(L(l, t));
+  names.push_back(HeadName(c));
+  return names;
+}
+
+Decoder::Weights Decoder::AutoWeights(const InferenceModel& model) {
+  uint64_t bytes = 0;
+  for (const std::string& n : StepMatrixNames(model.config())) bytes += model.weights().Get(n).nbytes;
+  const double available = static_cast<double>(AvailableMemoryBytes());
+  return static_cast<double>(bytes) <= 0.8 * available ? Weights::kCopied : Weights::kMapped;
+}
+
+Decoder::Decoder(InferenceModel& model, int64_t max_context, Weights weights)
+    : model_(model), c_(model.config()), max_context_(max_context), weights_(weights) {
   Require(max_context >= 1, "decoder: context of {} positions must be >= 1", max_context);
   Require(c_.max_position_embeddings <= 0 || max_context <= c_.max_position_embeddings,
           "decoder: context of {} positions exceeds the model's max_position_embeddings {}",
@@ -44,14 +69,17 @@ Decoder::Decoder(InferenceModel& model, int64_t max_context)
     w.ToF32(L(l, "self_attn.k_norm.weight"), n.data() + Qd);
     w.ToF32(L(l, "post_attention_layernorm.weight"), n.data() + Qd + KVd);
     w.ToF32(L(l, "post_feedforward_layernorm.weight"), n.data() + Qd + KVd + D);
-    for (const char* t : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                          "self_attn.v_proj.weight", "self_attn.o_proj.weight",
-                          "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"}) {
-      step_weight_bytes_ += w.Get(L(l, t)).nbytes;
-      Weight(L(l, t));  // refuses a dtype MatVec cannot read, before any work
-    }
   }
-  step_weight_bytes_ += w.Get(c_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight").nbytes;
+  const std::vector<std::string> names = StepMatrixNames(c_);
+  for (const std::string& name : names) {
+    step_weight_bytes_ += w.Get(name).nbytes;
+    Weight(name);  // refuses a dtype MatVec cannot read, before any work
+  }
+  if (weights_ == Weights::kCopied) model_.mutable_weights().CopyToMemory(names);
+  matrices_.resize(cache_.size());
+  for (int64_t l = 0; l < c_.num_layers; ++l)
+    for (int m = 0; m < kLayerMatrices; ++m) matrices_[l][m] = Weight(L(l, kLayerMatrixNames[m]));
+  head_ = Weight(HeadName(c_));
   final_norm_.resize(D);
   w.ToF32("model.norm.weight", final_norm_.data());
   for (auto* b : {&x_, &a_, &h_, &m_, &xf_}) b->resize(D);
@@ -89,8 +117,7 @@ std::span<const float> Decoder::Prefill(std::span<const int32_t> prompt) {
     }
   });
   length_ = T;
-  const Matrix head = Weight(c_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
-  MatVec(head.dtype, head.data, xf.data() + (T - 1) * D, V, D, logits_.data());
+  MatVec(head_.dtype, head_.data, xf.data() + (T - 1) * D, V, D, logits_.data());
   RequireFiniteLogits(T - 1);
   return logits_;
 }
@@ -173,13 +200,13 @@ std::span<const float> Decoder::Step(int32_t token) {
   float rstd;
   for (int64_t l = 0; l < c_.num_layers; ++l) {
     const float* n = norms_[l].data();
-    auto mv = [&](const char* t, const float* in, int64_t rows, int64_t cols, float* out) {
-      const Matrix w = Weight(L(l, t));
+    auto mv = [&](int m, const float* in, int64_t rows, int64_t cols, float* out) {
+      const Matrix& w = matrices_[l][m];
       MatVec(w.dtype, w.data, in, rows, cols, out);
     };
-    mv("self_attn.q_proj.weight", x_.data(), Qd, D, q_raw_.data());
-    mv("self_attn.k_proj.weight", x_.data(), KVd, D, k_raw_.data());
-    mv("self_attn.v_proj.weight", x_.data(), KVd, D, v_.data());
+    mv(kQ, x_.data(), Qd, D, q_raw_.data());
+    mv(kK, x_.data(), KVd, D, k_raw_.data());
+    mv(kV, x_.data(), KVd, D, v_.data());
     RMSNormForward(q_raw_.data(), n, 1, Qd, eps, q_.data(), &rstd);
     RMSNormForward(k_raw_.data(), n + Qd, 1, KVd, eps, k_.data(), &rstd);
     const RopeTable& rope = ropes_.ForLayer(l);
@@ -190,17 +217,16 @@ std::span<const float> Decoder::Step(int32_t token) {
     std::memcpy(lc.k.data() + slot * KVd, k_.data(), KVd * sizeof(float));
     std::memcpy(lc.v.data() + slot * KVd, v_.data(), KVd * sizeof(float));
     Attend(l, pos);
-    mv("self_attn.o_proj.weight", att_.data(), D, Qd, a_.data());
+    mv(kO, att_.data(), D, Qd, a_.data());
     RMSNormAddForward(a_.data(), n + Qd + KVd, x_.data(), 1, D, eps, h_.data(), &rstd);
-    mv("mlp.gate_proj.weight", h_.data(), I, D, g_.data());
-    mv("mlp.up_proj.weight", h_.data(), I, D, u_.data());
+    mv(kGate, h_.data(), I, D, g_.data());
+    mv(kUp, h_.data(), I, D, u_.data());
     SwiGLUForward(g_.data(), u_.data(), I, s_.data());
-    mv("mlp.down_proj.weight", s_.data(), D, I, m_.data());
+    mv(kDown, s_.data(), D, I, m_.data());
     RMSNormAddForward(m_.data(), n + Qd + KVd + D, h_.data(), 1, D, eps, x_.data(), &rstd);
   }
   RMSNormForward(x_.data(), final_norm_.data(), 1, D, eps, xf_.data(), &rstd);
-  const Matrix head = Weight(c_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
-  MatVec(head.dtype, head.data, xf_.data(), V, D, logits_.data());
+  MatVec(head_.dtype, head_.data, xf_.data(), V, D, logits_.data());
   RequireFiniteLogits(pos);
   length_ = pos + 1;
   return logits_;

@@ -8,8 +8,10 @@
 // query at position i sees keys i-W < j <= i, exactly the last W. The logits a step returns equal
 // a full forward's logits at that position to fp32 rounding (checked by the tests).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "infer/inference_model.h"
@@ -19,10 +21,19 @@ namespace replica {
 
 class Decoder {
  public:
+  // Where a step reads the weight matrices from (the same bytes either way, so the same logits).
+  enum class Weights {
+    kMapped,  // the file mapping: page-cache pages, 4 KiB each
+    kCopied,  // a copy in huge-page memory made once here (ModelWeights::CopyToMemory): a step
+              // streams 2 MiB pages instead of 4 KiB ones; needs step_weight_bytes() of memory
+  };
+  // Copied when the matrices fit in 80% of the memory the kernel reports available, else mapped.
+  static Weights AutoWeights(const InferenceModel& model);
+
   // max_context: positions this decoder may hold (prompt + generated), at most the model's
   // max_position_embeddings (Error otherwise). Weight pages stay resident (they are read again
   // every step).
-  Decoder(InferenceModel& model, int64_t max_context);
+  Decoder(InferenceModel& model, int64_t max_context, Weights weights = Weights::kMapped);
 
   // Prefill and Step refuse (Error) logits holding NaN or Inf: non-finite weights.
   // Runs the prompt (1 <= size <= max_context, Error naming both otherwise) from an empty cache
@@ -36,6 +47,9 @@ class Decoder {
   int64_t max_context() const { return max_context_; }
   // Bytes of weights one Step reads (every matrix and the LM head; the embedding row is negligible).
   uint64_t step_weight_bytes() const { return step_weight_bytes_; }
+  Weights weights() const { return weights_; }
+  // The names of the matrices a step reads, in the order it reads them (layers, then the LM head).
+  static std::vector<std::string> StepMatrixNames(const ModelConfig& c);
 
  private:
   struct LayerCache {
@@ -47,6 +61,8 @@ class Decoder {
     const void* data;
   };
   Matrix Weight(const std::string& name) const;
+  // The seven matrices of a layer, in the order a step reads them.
+  enum { kQ, kK, kV, kO, kGate, kUp, kDown, kLayerMatrices };
   void Attend(int64_t l, int64_t pos);  // q_ -> att_ over the cache of layer l
   // Error naming the position and the first bad vocabulary id unless logits_ are all finite.
   void RequireFiniteLogits(int64_t pos) const;
@@ -55,6 +71,9 @@ class Decoder {
   const ModelConfig& c_;
   int64_t max_context_ = 0, length_ = 0;
   uint64_t step_weight_bytes_ = 0;
+  Weights weights_ = Weights::kMapped;
+  std::vector<std::array<Matrix, kLayerMatrices>> matrices_;  // per layer
+  Matrix head_{};
   LayerRopes ropes_;
   std::vector<LayerCache> cache_;
   std::vector<std::vector<float>> norms_;  // per layer: q_norm, k_norm, attn_norm, ff_norm (fp32)

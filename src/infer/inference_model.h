@@ -28,6 +28,7 @@ class InferenceModel {
 
   const ModelConfig& config() const { return weights_.config(); }
   const ModelWeights& weights() const { return weights_; }
+  ModelWeights& mutable_weights() { return weights_; }  // e.g. to copy some into memory
 
   // Receives layer l's post-RoPE keys and values [B*T, KV*hd] during ForwardHidden.
   using KvSink = std::function<void(int64_t layer, const float* k, const float* v)>;

@@ -72,6 +72,7 @@ ModelWeights ModelWeights::Open(const std::string& path) {
 }
 
 const TensorInfo& ModelWeights::Get(const std::string& name) const {
+  if (auto c = copied_.find(name); c != copied_.end()) return c->second;
   if (!assembled_) return checkpoint_.Get(name);
   auto it = assembled_index_.find(name);
   Require(it != assembled_index_.end(), "{}: no tensor '{}'", assembled_dir_, name);
@@ -119,9 +120,39 @@ void ModelWeights::ToF32(const std::string& name, float* dst) const {
 }
 
 void ModelWeights::Release(const std::string& name) const {
-  if (assembled_) return;  // not a mapping: the assembled weights stay
+  if (assembled_ || copied_.count(name)) return;  // not a mapping: in-memory weights stay
   const TensorInfo& t = checkpoint_.Get(name);
   ReleaseMappedPages(t.data, t.nbytes);
+}
+
+uint64_t ModelWeights::CopyToMemory(const std::vector<std::string>& names) {
+  if (assembled_) return 0;
+  std::vector<const TensorInfo*> todo;
+  uint64_t bytes = 0;
+  for (const std::string& n : names) {
+    if (copied_.count(n)) continue;
+    const TensorInfo& t = checkpoint_.Get(n);
+    if (std::find(todo.begin(), todo.end(), &t) != todo.end()) continue;
+    todo.push_back(&t);
+    bytes += (t.nbytes + 63) / 64 * 64;  // each tensor on a cache-line boundary
+  }
+  if (todo.empty()) return 0;
+  Require(copy_ == nullptr, "{}: weights were copied to memory already", source_);
+  copy_ = std::make_shared<HugePageBuffer>(HugePageBuffer::Allocate(bytes));
+  uint8_t* dst = copy_->data();
+  for (const TensorInfo* t : todo) {
+    const size_t n = t->nbytes;
+    constexpr size_t kBlock = size_t{1} << 20;
+    // Threads copy interleaved 1 MiB blocks in static order; the copy is exact whatever the split.
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < n; b += kBlock) std::memcpy(dst + b, t->data + b, std::min(kBlock, n - b));
+    ReleaseMappedPages(t->data, n);
+    TensorInfo c = *t;
+    c.data = dst;
+    copied_.emplace(t->name, std::move(c));
+    dst += (n + 63) / 64 * 64;
+  }
+  return bytes;
 }
 
 uint64_t ModelWeights::stored_bytes() const {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "testing/util.h"
@@ -8,6 +9,7 @@
 #include "core/checksum.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/huge_pages.h"
 #include "core/mmap.h"
 #include "tensor/flat_buffer.h"
 
@@ -62,3 +64,20 @@ TEST(FlatBuffer, LayoutAlignsAndFinds) {
 
 }  // namespace
 }  // namespace replica
+
+TEST(HugePageBuffer, IsAlignedWritableAndSaysWhatIsHuge) {
+  const size_t bytes = (size_t{5} << 20) + 123;
+  replica::HugePageBuffer b = replica::HugePageBuffer::Allocate(bytes);
+  ASSERT_NE(b.data(), nullptr);
+  EXPECT_EQ(b.size(), bytes);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % (size_t{2} << 20), 0u);
+  std::memset(b.data(), 0xAB, bytes);
+  EXPECT_EQ(b.data()[bytes - 1], 0xAB);
+  // Where THP is off the kernel backs it with small pages: never more huge bytes than mapped.
+  EXPECT_LE(b.huge_bytes(), size_t{6} << 20);
+  replica::HugePageBuffer moved = std::move(b);
+  EXPECT_EQ(b.data(), nullptr);
+  EXPECT_EQ(moved.data()[0], 0xAB);
+  EXPECT_EQ(replica::HugePageBuffer::Allocate(0).data(), nullptr);
+  EXPECT_GT(replica::AvailableMemoryBytes(), 0u);
+}

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -155,7 +156,7 @@ TEST(Decoder, CachedStepsGiveTheFullForwardsLogitsAcrossTheWindow) {
     FlatBuffer rounded;
     ModelConfig config;
     test::TempDir tmp("infer");
-    for (const std::string dir : {kData + c, Bf16Copy(c, tmp, &rounded, &config)}) {
+    for (const std::string& dir : {kData + c, Bf16Copy(c, tmp, &rounded, &config)}) {
       InferenceModel m(ModelWeights::Open(dir));
       const int64_t W = m.config().sliding_window;
       ASSERT_GT(io.T, 2 * W) << "the sequence must cross the window";
@@ -211,6 +212,43 @@ TEST(Decoder, GreedyNextTokensEqualTheFloat64ReferenceArgmax) {
       }
     }
     EXPECT_GT(checked, 9 * (checked + skipped) / 10) << c << ": too few positions decided";
+  }
+}
+
+TEST(Decoder, WeightsCopiedToMemoryGiveTheSameLogitsAsTheMapping) {
+  for (const std::string c : {"tiny-gqa", "tiny-yarn"}) {
+    const Fixture io = ReadIo(c);
+    FlatBuffer rounded;
+    ModelConfig config;
+    test::TempDir tmp("infer");
+    for (const std::string& dir : {kData + c, Bf16Copy(c, tmp, &rounded, &config)}) {
+      InferenceModel mapped(ModelWeights::Open(dir)), copied(ModelWeights::Open(dir));
+      Decoder a(mapped, io.T, Decoder::Weights::kMapped), b(copied, io.T, Decoder::Weights::kCopied);
+      EXPECT_EQ(b.weights(), Decoder::Weights::kCopied);
+      // Every matrix a step reads now lives in the copy, with the same bytes; the rest is mapped.
+      for (const std::string& n : Decoder::StepMatrixNames(copied.config())) {
+        const TensorInfo& m = mapped.weights().Get(n);
+        const TensorInfo& k = copied.weights().Get(n);
+        EXPECT_NE(m.data, k.data) << n;
+        ASSERT_EQ(m.nbytes, k.nbytes) << n;
+        EXPECT_EQ(std::memcmp(m.data, k.data, m.nbytes), 0) << n;
+      }
+      EXPECT_EQ(copied.mutable_weights().CopyToMemory(Decoder::StepMatrixNames(copied.config())), 0u)
+          << "copied twice";
+      const int32_t* seq = io.ids.data();
+      std::span<const float> la = a.Prefill({seq, 3}), lb = b.Prefill({seq, 3});
+      EXPECT_TRUE(std::equal(la.begin(), la.end(), lb.begin())) << dir << " prefill";
+      for (int64_t p = 3; p < io.T; ++p) {
+        la = a.Step(seq[p]);
+        lb = b.Step(seq[p]);
+        ASSERT_TRUE(std::equal(la.begin(), la.end(), lb.begin())) << dir << " position " << p;
+      }
+      // The prefill of a copied model widens the copy: the full forward is unchanged too.
+      std::vector<float> fa(io.T * io.V), fb(io.T * io.V);
+      mapped.ForwardLogits(seq, 1, io.T, fa.data());
+      copied.ForwardLogits(seq, 1, io.T, fb.data());
+      EXPECT_EQ(fa, fb) << dir;
+    }
   }
 }
 
