@@ -26,7 +26,7 @@ replica::cli::CommandRegistration reg(
     [](CLI::App& app) -> replica::cli::RunFn {
       auto args = std::make_shared<LaunchArgs>();
       app.add_option("--ranks", args->ranks,
-                     "rank counts per attempt, powers of two, e.g. 4,2,1 (the last one repeats)")
+                     "rank counts per attempt, e.g. 4,2,1 or 6,3 with zero3 (the last one repeats)")
           ->required();
       app.add_option("--max-retries", args->max_retries,
                      "restarts after the first attempt (default 3)");

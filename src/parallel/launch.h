@@ -15,8 +15,10 @@
 //    newest complete checkpoint it will resume from, the rank count of the next attempt;
 //  - fault injection (REPLICA_FAULT, REPLICA_FAULT_RANK) reaches the first attempt only, so a
 //    test's injected crash is not repeated by the restart;
-//  - a missing mpirun, a rank count that is not a power of two, or a command without --run-dir is
-//    an Error (exit 2) before anything runs.
+//  - a missing mpirun, a rank count below 1, or a command without --run-dir is an Error (exit 2)
+//    before anything runs. Which rank counts a run accepts depends on its config (parallel.sharding:
+//    zero3 takes any count that divides the micro-batches, zero1 with the tree a power of two); the
+//    ranks check it at start and refuse with exit 2, which launch does not retry.
 #pragma once
 #include <string>
 #include <vector>
@@ -32,7 +34,7 @@ struct LaunchOptions {
   std::string replica_binary;             // "" = this process's executable
 };
 
-// "4,2,1" -> {4, 2, 1}; Error naming the flag unless each is a power of two >= 1.
+// "4,2,1" -> {4, 2, 1}; Error naming the flag unless each is an integer in [1, 2^20].
 std::vector<int> ParseRankSchedule(const std::string& text);
 // The executable to run: `explicit_path` (must be executable) or "mpirun" on PATH; Error otherwise.
 std::string FindMpirun(const std::string& explicit_path);

@@ -104,9 +104,13 @@ expect_refusal "missing mpirun" "mpirun not found" \
   env PATH=/nonexistent "$BIN" launch --ranks 2 -- train "$tmp/tiny.yaml" --run-dir "$tmp/X1"
 expect_refusal "3 ranks" "world size 3: must be a power of two" \
   "${MPI[@]}" -np 3 "$BIN" train "$tmp/tiny.yaml" --run-dir "$tmp/X2"
+# launch takes any rank count; the ranks of a zero1 run refuse 3 (exit 2, not retried).
+expect_refusal "launch --ranks 3 (zero1)" "world size 3: must be a power of two" \
+  "$BIN" launch --ranks 3 --max-retries 2 -- train "$tmp/tiny.yaml" --run-dir "$tmp/X4"
+grep -q "attempt 2" "$tmp/X4/launch.log" 2>/dev/null && { echo "FAIL: launch retried a refusal"; fail=1; }
 expect_refusal "4 ranks, 2 micro-batches" "world size 4: does not divide the 2 micro-batches" \
   "$BIN" launch --ranks 4 -- train "$tmp/tiny.yaml" --run-dir "$tmp/X3" --set train.micro_batch_instances=4
-for d in X1 X2 X3; do
+for d in X1 X2 X3 X4; do
   [ ! -e "$tmp/$d/checkpoints" ] || { echo "FAIL: $d: a checkpoint directory was created"; fail=1; }
 done
 [ $fail = 0 ] && echo "dist_parity: 1/2/4 ranks identical, elastic resume and launch restart identical"

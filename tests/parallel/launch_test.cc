@@ -119,7 +119,8 @@ TEST_F(LaunchTest, MissingMpirunIsAClearError) {
 }
 
 TEST_F(LaunchTest, RefusesBadSchedulesAndCommands) {
-  EXPECT_THROW(ParseRankSchedule("4,3"), Error);
+  EXPECT_EQ(ParseRankSchedule("6,3"), (std::vector<int>{6, 3}));  // zero3 takes any divisor
+  EXPECT_THROW(ParseRankSchedule("4,0"), Error);
   EXPECT_THROW(ParseRankSchedule(""), Error);
   EXPECT_THROW(ParseRankSchedule("4,,1"), Error);
   EXPECT_THROW(ParseRankSchedule("two"), Error);
