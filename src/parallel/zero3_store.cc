@@ -27,21 +27,33 @@ bool MatmulOnly(const std::string& name) {
 // dst[0, n) = the fp32 values of the bf16 numbers at src[0, 2n). src may overlap dst at or after
 // dst + i for element i (the in-place widening): each chunk is read whole before it is written.
 void Widen(const unsigned char* src, float* dst, size_t n) {
-  constexpr size_t kChunk = 512;
+  constexpr size_t kChunk = 1024;
   uint16_t h[kChunk];
+  uint32_t w[kChunk];
   for (size_t i = 0; i < n; i += kChunk) {
     const size_t m = std::min(kChunk, n - i);
     std::memcpy(h, src + 2 * i, 2 * m);
-    for (size_t j = 0; j < m; ++j) dst[i + j] = Bf16ToF32(h[j]);
+#pragma omp simd
+    for (size_t j = 0; j < m; ++j) w[j] = static_cast<uint32_t>(h[j]) << 16;  // Bf16ToF32
+    std::memcpy(dst + i, w, 4 * m);
   }
 }
 
+// dst[0, 2n) = src[0, n) as bf16, rounded to nearest even (F32ToBf16, core/half.h, branch-free).
 void Narrow(const float* src, unsigned char* dst, size_t n) {
-  constexpr size_t kChunk = 512;
+  constexpr size_t kChunk = 1024;
+  uint32_t u[kChunk];
   uint16_t h[kChunk];
   for (size_t i = 0; i < n; i += kChunk) {
     const size_t m = std::min(kChunk, n - i);
-    for (size_t j = 0; j < m; ++j) h[j] = F32ToBf16(src[i + j]);
+    std::memcpy(u, src + i, 4 * m);
+#pragma omp simd
+    for (size_t j = 0; j < m; ++j) {
+      const uint32_t x = u[j];
+      const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+      const uint32_t nan = (x >> 16) | 0x40u;  // a quiet NaN
+      h[j] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+    }
     std::memcpy(dst + 2 * i, h, 2 * m);
   }
 }
@@ -131,7 +143,7 @@ Zero3ParamStore::Gather Zero3ParamStore::StartGather(int unit) {
   const bool packed = wire_bytes(unit) < 4 * n;
   // The wire image sits at the end of the unit buffer (at its start when it is all fp32).
   unsigned char* image = reinterpret_cast<unsigned char*>(g.out) + (4 * n - wire_bytes(unit));
-  const size_t k = static_cast<size_t>(gathers_++ % 2);
+  const size_t k = options_.prefetch ? static_cast<size_t>(gathers_++ % 2) : 0;
   comm_.WaitAll(sends_[k]);
   for (int o = 0; o < world; ++o) {
     const size_t a = std::max(a0, plan_.begin(o)), b = std::min(b0, plan_.end(o));

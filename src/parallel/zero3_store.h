@@ -45,10 +45,11 @@
 // Memory per rank: 2 owned buffers (master, accumulator) + unit weight buffers (at most 2 open —
 // the tied LM head holds units L+1 and 0 together — plus 1 for the prefetch in flight; none for
 // units read in place) + at most 2 unit gradient buffers (1 untied) + 1 receive buffer (world >
-// 1), each of the largest unit's size; with bf16 gathers also 2 send staging buffers of the owned
-// part of a unit's wire image (at most half a unit buffer each: the owner packs its part there,
-// and a send may still be pending while the next gather packs). Every call is collective (all
-// ranks make the same calls, as Olmo3Model does).
+// 1), each of the largest unit's size; with bf16 gathers also 2 send staging buffers (1 without
+// prefetch) of the owned part of a unit's wire image, 2·min(U, S) bytes each (U = the largest
+// unit's, S = the owned range's floats): the owner packs its part there, and with prefetch a send
+// may still be pending while the next gather packs. Every call is collective (all ranks make the
+// same calls, as Olmo3Model does).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -151,8 +152,9 @@ class Zero3ParamStore final : public ParamStore {
   std::vector<Slot> weights_, grads_;
   std::vector<int> open_;  // units acquired and not yet released
   Gather pending_;         // the prefetch in flight
-  // Sends of the gathers, alternating: gather k packs into stage_[k % 2] and waits for the sends
-  // of gather k-2 (sends_[k % 2]) first.
+  // Sends of the gathers, alternating with prefetch: gather k packs into stage_[k % 2] and waits
+  // for the sends of gather k-2 (sends_[k % 2]) first; without prefetch only stage_[0] and the
+  // sends of gather k-1.
   std::vector<Request> sends_[2];
   std::vector<unsigned char> stage_[2];
   int64_t gathers_ = 0;

@@ -299,6 +299,12 @@ FlatBuffer TestParams(const ParamLayout& layout, int version) {
   std::mt19937 rng(static_cast<uint32_t>(17 + version));
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   for (size_t i = 0; i < p.size(); ++i) p.data()[i] = d(rng) + 1e-3f * static_cast<float>(version);
+  // The rounding's edge cases: ties to even both ways, a subnormal, the largest float (rounds to
+  // Inf), ±Inf and NaNs (quiet, signalling).
+  const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x00012345u, 0x7f7fffffu,
+                              0x7f800000u, 0xff800000u, 0x7fc01234u, 0x7f801234u};
+  for (size_t i = 0, k = 0; i < p.size(); i += 997, ++k)
+    std::memcpy(p.data() + i, &special[k % 8], sizeof(float));
   return p;
 }
 
