@@ -62,7 +62,7 @@ class ThreadCommunicator final : public Communicator {
     const Key key{src, rank_, tag};
     const int64_t id = next_id_++;
     posted_[key].push_back(id);
-    recvs_[id] = {key, data, bytes};
+    recvs_[id] = {key, data, bytes, false};
     return {id};
   }
   void Wait(Request& request) override {
@@ -70,17 +70,18 @@ class ThreadCommunicator final : public Communicator {
     auto it = recvs_.find(request.id);
     Require(it != recvs_.end(), "thread group: wait for unknown request {}", request.id);
     const Key key = it->second.key;
-    const int64_t id = request.id;
     request.id = -1;
     std::unique_lock<std::mutex> lock(s_.mu);
-    // Fill the receives posted on this stream before it, in order, then this one.
+    // Fill the receives posted on this stream before it, in order (their own Wait then finds
+    // them done), then this one.
     std::deque<int64_t>& posted = posted_[key];
-    while (recvs_.count(id) > 0) {
-      const PendingRecv r = recvs_.at(posted.front());
-      recvs_.erase(posted.front());
+    while (!it->second.done) {
+      PendingRecv& r = recvs_.at(posted.front());
       posted.pop_front();
       Take(lock, key, r.data, r.bytes);
+      r.done = true;
     }
+    recvs_.erase(it);
   }
   void SendRecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int partner) override {
@@ -110,6 +111,7 @@ class ThreadCommunicator final : public Communicator {
     Key key;
     void* data;
     size_t bytes;
+    bool done = false;  // filled (by an earlier-posted receive's Wait or its own)
   };
   // The next message of `key` into data (bytes), waiting for it. `lock` holds s_.mu.
   void Take(std::unique_lock<std::mutex>& lock, const Key& key, void* data, size_t bytes) {
