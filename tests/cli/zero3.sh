@@ -119,6 +119,9 @@ check "ZB2: [zero3] line says bf16 gathers" 'grep -q "^\[zero3\] rank 0 of 2: .*
 run 2 "$tmp/RB" "${Z[@]}" "${B[@]}" --set parallel.prefetch=false --set train.recompute=full \
   || { echo "FAIL: zero3 bf16 no prefetch + recompute full exit $?"; cat "$tmp/RB.log"; fail=1; }
 same "zero3 bf16 on 2 ranks, no prefetch, full recomputation vs world-1 bf16" "$tmp/SB" "$tmp/RB"
+run 4 "$tmp/RB4" "${Z[@]}" "${B[@]}" --set train.recompute=full \
+  || { echo "FAIL: zero3 bf16 4 ranks + recompute full exit $?"; cat "$tmp/RB4.log"; fail=1; }
+same "zero3 bf16 on 4 ranks, prefetch, full recomputation vs world-1 bf16" "$tmp/SB" "$tmp/RB4"
 
 expect_refusal() {  # expect_refusal <what> <text> <cmd...>
   local what=$1 text=$2; shift 2
