@@ -70,8 +70,11 @@ Zero3ParamStore::Zero3ParamStore(const ParamLayout& layout, int64_t num_layers,
       master_(plan_.size(comm.rank())),
       accumulator_(plan_.size(comm.rank())) {
   const size_t units = bounds_.size() - 1;
-  for (size_t u = 0; u < units; ++u)
+  for (size_t u = 0; u < units; ++u) {
     unit_floats_ = std::max(unit_floats_, bounds_[u + 1] - bounds_[u]);
+    const size_t a = std::max(bounds_[u], owned_begin()), b = std::min(bounds_[u + 1], owned_end());
+    if (a < b) fold_floats_ = std::max(fold_floats_, b - a);
+  }
   // Each tensor's span runs to the next tensor (its padding travels with it).
   spans_.resize(units);
   wire_bytes_.assign(units, 0);
@@ -276,7 +279,8 @@ float* Zero3ParamStore::Grads(int unit) {
 void Zero3ParamStore::GradsDone(int unit) {
   Slot* s = Find(grads_, unit);
   Require(s != nullptr, "ZeRO-3: gradients of unit {} done but never asked for", unit);
-  if (recv_.size() == 0 && comm_.world() > 1) recv_ = FlatBuffer(unit_floats_);
+  // The fold receives other ranks' pieces of this rank's part of a unit only.
+  if (recv_.size() < fold_floats_ && comm_.world() > 1) recv_ = FlatBuffer(fold_floats_);
   const Clock::time_point t0 = Clock::now();
   OrderedFoldRange(comm_, plan_, lo(unit), hi(unit), s->buffer.data(), accumulator_.data(),
                    recv_.data(), backend_);

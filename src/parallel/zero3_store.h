@@ -44,8 +44,9 @@
 // the left fold over j = 0..M-1: the bits of the world-1 sequential accumulation, for any R.
 // Memory per rank: 2 owned buffers (master, accumulator) + unit weight buffers (at most 2 open —
 // the tied LM head holds units L+1 and 0 together — plus 1 for the prefetch in flight; none for
-// units read in place) + at most 2 unit gradient buffers (1 untied) + 1 receive buffer (world >
-// 1), each of the largest unit's size; with bf16 gathers also 2 send staging buffers (1 without
+// units read in place) + at most 2 unit gradient buffers (1 untied), each of the largest unit's
+// size (U floats), + 1 fold receive buffer (world > 1) of the largest part of a unit this rank
+// owns (at most min(U, S), S = the owned range's floats); with bf16 gathers also 2 send staging buffers (1 without
 // prefetch) of the owned part of a unit's wire image, 2·min(U, S) bytes each (U = the largest
 // unit's, S = the owned range's floats): the owner packs its part there, and with prefetch a send
 // may still be pending while the next gather packs. Every call is collective (all ranks make the
@@ -146,6 +147,7 @@ class Zero3ParamStore final : public ParamStore {
   ShardPlan plan_;
   std::vector<size_t> bounds_;
   size_t unit_floats_ = 0;
+  size_t fold_floats_ = 0;  // the largest part of a unit this rank owns
   std::vector<std::vector<Span>> spans_;  // per unit, in layout order
   std::vector<size_t> wire_bytes_;        // per unit
   FlatBuffer master_, accumulator_, recv_;
