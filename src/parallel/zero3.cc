@@ -85,6 +85,8 @@ int64_t Zero3::SumTokens(int64_t local) {
 
 double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                               const Backend& backend) {
+  // The optimizer step writes the master parameters next (counted in the store's gather time).
+  store().Drain();
   const auto t0 = Clock::now();
   // Every rank's loss sums; rank r's local micro-batch k is global j = k·R + r.
   const std::vector<double> all = AllGatherEqual(comm_, local_scalars_);
@@ -100,7 +102,6 @@ double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scala
   scalars = sums;
   Zero3ParamStore& st = store();
   Require(&grads == &st.accumulator(), "ZeRO-3: ReduceGradients takes the store's accumulator");
-  st.Drain();  // the optimizer step writes the master parameters next
   const double norm = OwnedGradNorm(comm_, st.plan(), grads.data(), backend);
   reduce_s_ += SecondsSince(t0);
   // The store counts from its start; the report is per step of this reducer.
