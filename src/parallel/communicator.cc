@@ -18,6 +18,12 @@ void LocalCommunicator::Recv(void*, size_t, int src) {
 void LocalCommunicator::SendRecv(const void*, size_t, void*, size_t, int partner) {
   Fail("communicator: rank 0 of a 1-rank job has no partner rank {}", partner);
 }
+Request LocalCommunicator::Isend(const void*, size_t, int dest, int) {
+  Fail("communicator: rank 0 of a 1-rank job has no rank {} to send to", dest);
+}
+Request LocalCommunicator::Irecv(void*, size_t, int src, int) {
+  Fail("communicator: rank 0 of a 1-rank job has no rank {} to receive from", src);
+}
 void LocalCommunicator::Abort(int code) {
   std::fflush(stderr);
   std::_Exit(code);

@@ -12,14 +12,30 @@
 //    the matching Recv is posted (MPI does for large messages), so exchanges between two ranks use
 //    SendRecv, which is deadlock-free for any size.
 //  - Sizes are bytes (size_t); large messages are split internally (MPI counts are int).
+//  - Non-blocking point-to-point (Isend/Irecv, completed by Wait): the transfer may happen any
+//    time between the call and the return of Wait, so the buffer must stay valid, and a send's
+//    unchanged, until then. Every request must be waited for. A message is matched to a receive
+//    by (source, tag), in posting order; `tag` (>= 1) names a stream of messages between two ranks
+//    that never matches another stream's, nor the blocking calls above (their own stream, tag 0),
+//    so a ZeRO-3 gather prefetched with Isend/Irecv can be in flight while the gradient fold runs
+//    on blocking Send/Recv between the same two ranks.
 //  - A rank that fails must end the whole job, or the others would wait forever in a collective:
 //    the MPI communicator, destroyed while an Error unwinds the stack, aborts the job (exit code 2)
 //    at process exit, after main() printed the message. Abort(code) does it at once.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace replica::parallel {
+
+// A pending Isend or Irecv. Wait completes it; a request that is not pending (default-made, or
+// already waited for) waits for nothing.
+struct Request {
+  int64_t id = -1;
+  bool pending() const { return id >= 0; }
+};
 
 class Communicator {
  public:
@@ -31,6 +47,15 @@ class Communicator {
   // Sends `send` to `partner` and receives `recv_bytes` from it, concurrently.
   virtual void SendRecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                         int partner) = 0;
+  // Start sending / receiving `bytes` to `dest` / from `src` on stream `tag` (>= 1); return at once.
+  virtual Request Isend(const void* data, size_t bytes, int dest, int tag) = 0;
+  virtual Request Irecv(void* data, size_t bytes, int src, int tag) = 0;
+  // Blocks until `request` is complete (its buffer may then be reused); leaves it not pending.
+  virtual void Wait(Request& request) = 0;
+  void WaitAll(std::vector<Request>& requests) {
+    for (Request& r : requests) Wait(r);
+    requests.clear();
+  }
   virtual void Barrier() = 0;
   [[noreturn]] virtual void Abort(int code) = 0;
   // "mpi", "local" (world 1, no MPI) or "threads" (tests).
@@ -45,6 +70,9 @@ class LocalCommunicator final : public Communicator {
   void Send(const void*, size_t, int dest) override;
   void Recv(void*, size_t, int src) override;
   void SendRecv(const void*, size_t, void*, size_t, int partner) override;
+  Request Isend(const void*, size_t, int dest, int) override;
+  Request Irecv(void*, size_t, int src, int) override;
+  void Wait(Request& request) override { request.id = -1; }
   void Barrier() override {}
   [[noreturn]] void Abort(int code) override;
   const char* kind() const override { return "local"; }

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -26,7 +29,7 @@ bool HaveMpi() { return REPLICA_HAVE_MPI != 0; }
 namespace {
 
 constexpr size_t kMaxMessage = size_t{1} << 30;  // bytes per MPI message (counts are int)
-constexpr int kTag = 7;
+constexpr int kTag = 0;  // the blocking calls' stream; Isend/Irecv take tags >= 1
 
 void Check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -106,6 +109,44 @@ class MpiCommunicator final : public Communicator {
       recv_bytes -= static_cast<size_t>(nr);
     } while (send_bytes > 0 || recv_bytes > 0);
   }
+  // Chunk k of an Isend matches chunk k of the receiver's Irecv: both split by kMaxMessage, and
+  // MPI matches messages of one (source, tag) in posting order.
+  Request Isend(const void* data, size_t bytes, int dest, int tag) override {
+    CheckTag(tag);
+    std::vector<MPI_Request>& chunks = Start();
+    const char* p = static_cast<const char*>(data);
+    do {
+      const int n = Count(bytes);
+      chunks.emplace_back();
+      Check(MPI_Isend(p, n, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &chunks.back()), "MPI_Isend");
+      p += n;
+      bytes -= static_cast<size_t>(n);
+    } while (bytes > 0);
+    return {next_id_++};
+  }
+  Request Irecv(void* data, size_t bytes, int src, int tag) override {
+    CheckTag(tag);
+    std::vector<MPI_Request>& chunks = Start();
+    char* p = static_cast<char*>(data);
+    do {
+      const int n = Count(bytes);
+      chunks.emplace_back();
+      Check(MPI_Irecv(p, n, MPI_BYTE, src, tag, MPI_COMM_WORLD, &chunks.back()), "MPI_Irecv");
+      p += n;
+      bytes -= static_cast<size_t>(n);
+    } while (bytes > 0);
+    return {next_id_++};
+  }
+  void Wait(Request& request) override {
+    if (!request.pending()) return;
+    auto it = pending_.find(request.id);
+    Require(it != pending_.end(), "MPI: wait for unknown request {}", request.id);
+    request.id = -1;
+    std::vector<MPI_Request> chunks = std::move(it->second);
+    pending_.erase(it);
+    Check(MPI_Waitall(static_cast<int>(chunks.size()), chunks.data(), MPI_STATUSES_IGNORE),
+          "MPI_Waitall");
+  }
   void Barrier() override { Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
   [[noreturn]] void Abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -114,7 +155,15 @@ class MpiCommunicator final : public Communicator {
   const char* kind() const override { return "mpi"; }
 
  private:
+  static void CheckTag(int tag) {
+    Require(tag >= 1, "MPI: non-blocking messages need a tag >= 1 (0 is the blocking calls'), got {}",
+            tag);
+  }
+  std::vector<MPI_Request>& Start() { return pending_[next_id_]; }
+
   int rank_ = 0, world_ = 1;
+  int64_t next_id_ = 0;
+  std::unordered_map<int64_t, std::vector<MPI_Request>> pending_;  // request id -> its chunks
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "ops/cpu/cpu_bf16_backend.h"
 #include "parallel/owner_collectives.h"
 #include "parallel/zero3_adamw.h"
 
@@ -42,7 +43,8 @@ class Zero3::Accumulation final : public GradAccumulation {
   std::vector<int64_t> order_;
 };
 
-Zero3::Zero3(Communicator& comm, const RunConfig& config) : comm_(comm) {
+Zero3::Zero3(Communicator& comm, const RunConfig& config)
+    : comm_(comm), prefetch_(config.parallel.prefetch) {
   const int64_t m = config.NumMicroBatches(), world = comm.world();
   Require(m % world == 0,
           "parallel.sharding zero3: world size {} does not divide the {} micro-batches of a global "
@@ -60,9 +62,12 @@ Zero3::~Zero3() {
   const double steps = static_cast<double>(steps_);
   std::fprintf(stderr,
                "[zero3] rank 0 of %d: %lld steps; unit gathers %.3f s/step, gradient folds %.3f "
-               "s/step, loss fold + grad norm %.3f s/step (waiting for other ranks included)\n",
+               "s/step, loss fold + grad norm %.3f s/step (waiting for other ranks included); "
+               "prefetch %s (%lld of %lld acquires prefetched), %s gathers\n",
                comm_.world(), static_cast<long long>(steps_), gathers_s_ / steps, folds_s_ / steps,
-               reduce_s_ / steps);
+               reduce_s_ / steps, prefetch_ ? "on" : "off",
+               static_cast<long long>(hits_), static_cast<long long>(acquires_),
+               bf16_gathers_ ? "bf16 matmul-weight" : "fp32");
 }
 
 Zero3ParamStore& Zero3::store() {
@@ -80,6 +85,8 @@ int64_t Zero3::SumTokens(int64_t local) {
 
 double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                               const Backend& backend) {
+  // The optimizer step writes the master parameters next (counted in the store's gather time).
+  store().Drain();
   const auto t0 = Clock::now();
   // Every rank's loss sums; rank r's local micro-batch k is global j = k·R + r.
   const std::vector<double> all = AllGatherEqual(comm_, local_scalars_);
@@ -100,6 +107,8 @@ double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scala
   // The store counts from its start; the report is per step of this reducer.
   gathers_s_ = st.gather_seconds();
   folds_s_ = st.fold_seconds();
+  hits_ = st.prefetch_hits();
+  acquires_ = st.acquires();
   ++steps_;
   return norm;
 }
@@ -113,8 +122,15 @@ std::unique_ptr<Optimizer> Zero3::MakeOptimizer(const ParamLayout& layout,
 
 std::unique_ptr<ParamStore> Zero3::MakeParamStore(const ModelConfig& config,
                                                   const Backend& backend) {
-  auto store = std::make_unique<Zero3ParamStore>(config.BuildLayout(), config.num_layers, comm_,
-                                                 backend);
+  // The bf16 backend rounds every matmul weight to bf16 before use, so those may travel as bf16.
+  bf16_gathers_ = dynamic_cast<const CpuBf16Backend*>(&backend) != nullptr;
+  if (override_) {
+    prefetch_ = override_->prefetch;
+    bf16_gathers_ = override_->bf16_matmul_weights;
+  }
+  auto store = std::make_unique<Zero3ParamStore>(
+      config.BuildLayout(), config.num_layers, comm_, backend,
+      Zero3StoreOptions{.prefetch = prefetch_, .bf16_matmul_weights = bf16_gathers_});
   store_ = store.get();
   return store;
 }

@@ -2,8 +2,10 @@
 // (train/grad_reducer.h) that shards parameters, gradients and Adam state over the ranks of
 // `comm`, any world size R that divides the micro-batch count (R = 1 included). It makes:
 //   MakeParamStore    a Zero3ParamStore (zero3_store.h): owned fp32 master parameters and gradient
-//                     accumulator; units gathered before use, gradients folded into the owners in
-//                     rank order as backward finishes each unit;
+//                     accumulator; units gathered before use (the next one prefetched unless
+//                     parallel.prefetch is false; matmul weights as bf16 over the bf16 backend),
+//                     gradients folded into the owners in rank order as backward finishes each
+//                     unit;
 //   MakeAccumulation  the local micro-batches in natural order k = 0, 1, ... (global j = k·R + r),
 //                     their loss sums recorded;
 //   MakeOptimizer     Zero3AdamW (zero3_adamw.h) on the owned range.
@@ -14,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "optim/optimizer.h"
@@ -29,12 +32,14 @@ class Zero3 final : public GradReducer {
   // Error naming the config keys unless comm.world() divides the micro-batch count and
   // train.grad_accumulation is sequential.
   Zero3(Communicator& comm, const RunConfig& config);
-  // Rank 0 prints where the ZeRO-3 time went (stderr, one line): unit gathers, gradient folds,
-  // the loss fold and norm, per step.
+  // Rank 0 prints where the ZeRO-3 time went (stderr, one line): unit gathers (the time the model
+  // waits in Acquire), gradient folds, the loss fold and norm, per step; how many acquires found
+  // their unit prefetched; whether gathers carry bf16.
   ~Zero3() override;
 
   int64_t SumTokens(int64_t local) override;
-  // Needs MakeParamStore and MakeAccumulation first. `grads` is the owned accumulator.
+  // Needs MakeParamStore and MakeAccumulation first. `grads` is the owned accumulator. Drains the
+  // store (zero3_store.h) before the optimizer writes the master parameters.
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                          const Backend& backend = CpuBackend()) override;
   // A Zero3AdamW over the store's master parameters when MakeParamStore came first.
@@ -51,15 +56,20 @@ class Zero3 final : public GradReducer {
   bool CollectiveForward() const override { return true; }
 
   Zero3ParamStore& store();
+  // Tests: the store options MakeParamStore uses instead of the ones it would choose
+  // (parallel.prefetch, bf16 gathers over the bf16 backend).
+  void OverrideStoreOptions(const Zero3StoreOptions& options) { override_ = options; }
 
  private:
   class Accumulation;
   Communicator& comm_;
+  bool prefetch_ = true, bf16_gathers_ = false;
+  std::optional<Zero3StoreOptions> override_;
   Zero3ParamStore* store_ = nullptr;  // owned by the model
   std::vector<double> local_scalars_;  // this step's micro-batch loss sums, k-major
   FlatBuffer whole_;                   // rank 0: WholeParams' gather target
   double reduce_s_ = 0, gathers_s_ = 0, folds_s_ = 0;
-  int64_t steps_ = 0;
+  int64_t steps_ = 0, hits_ = 0, acquires_ = 0;
 };
 
 }  // namespace replica::parallel

@@ -157,12 +157,19 @@ MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy) {
     mem.params = 4 * S;
     mem.grads = 4 * S;
     mem.adam = 8 * S;
-    // Gathered weights (none at R = 1: every unit is read in place from the master shard), unit
-    // gradients, and the ordered fold's receive buffer (R > 1); a tied LM head holds units L+1
-    // and 0 together.
+    // Gathered weights (none at R = 1: every unit is read in place from the master shard) and
+    // the prefetch in flight, unit gradients, and the ordered fold's receive buffer (R > 1; the
+    // largest part of a unit one rank owns, at most min(U, S) floats); a
+    // tied LM head holds units L+1 and 0 together. bf16 gathers pack the owned part of a unit
+    // (at most min(U, S) floats, 2 bytes each but for the few fp32 norm gains) into one of two
+    // staging buffers (one without prefetch).
     const uint64_t per = m.tie_word_embeddings ? 2 : 1;
+    const uint64_t prefetch = c.parallel.prefetch ? 1 : 0;
+    const uint64_t U = LargestUnitFloats(m);
     mem.unit_buffers =
-        4 * LargestUnitFloats(m) * ((world > 1 ? per : 0) + per + (world > 1 ? 1 : 0));
+        4 * U * ((world > 1 ? per + prefetch : 0) + per) +
+        (world > 1 ? 4 * std::min(U, S) : 0) +
+        (world > 1 && c.compute.precision == "bf16" ? (1 + prefetch) * 2 * std::min(U, S) : 0);
   } else {
     mem.params = 4 * P;
     mem.grads = 4 * P;

@@ -14,9 +14,13 @@
 //   adam               8S (R=1: 8P)          8P                    8S
 //   accumulation       4P·⌊log2 M_r⌋         4P (running sum)      0    (tree: TreeAccumulator's
 //                                                                       spare buffers, exact depth)
-//   unit_buffers       0                     0                     4U·(w·[R>1] + w + [R>1])
+//   unit_buffers       0                     0                     4U·((w+f)·[R>1] + w)
+//                                                  + 4·min(U,S)·[R>1] + 2·min(U,S)·(1+f)·[bf16]·[R>1]
 //                                        (w = 2 with a tied LM head, else 1: gathered weights —
-//                                         none at R = 1 —, unit gradients, the fold's receive buffer)
+//                                         none at R = 1 —, f = 1 the prefetch in flight
+//                                         (parallel.prefetch), unit gradients, the fold's receive
+//                                         buffer of a rank's part of a unit; in bf16 the 1 + f staging buffers of the owned
+//                                         part of a unit's bf16 wire image, 2·min(U, S) bytes each)
 //   checkpoint_snapshot  zero1: rank 0's snapshot 12P (+8P gathered m, v when R > 1);
 //                        zero3: 12S on every rank (sharded checkpoint)
 //   checkpoint_file_map  the largest checkpoint file, mapped while the manifest hashes it:

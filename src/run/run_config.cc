@@ -146,6 +146,8 @@ const std::vector<Field>& Fields() {
       {"parallel.memory_per_rank", Kind::kString, false, REF(parallel.memory_per_rank),
        "memory one rank may use, bytes or e.g. 24GiB (0: physical memory / ranks on this host); "
        "what train.recompute auto plans against"},
+      {"parallel.prefetch", Kind::kBool, false, REF(parallel.prefetch),
+       "zero3: gather the next unit's weights while this one computes (one more unit buffer)"},
       {"fault.kill_at_step", Kind::kInt, false, REF(fault.kill_at_step),
        "test hook: SIGKILL itself after this step (0 = off)"},
       {"fault.kill_in_checkpoint", Kind::kInt, false, REF(fault.kill_in_checkpoint),

@@ -104,6 +104,8 @@ struct RunConfig {
     // Memory one rank may use (core/byte_size.h: bytes or "24GiB"); "0" = this machine's physical
     // memory divided by the ranks on it. What train.recompute: auto plans against.
     std::string memory_per_rank = "0";
+    // zero3: start the gather of the next unit while this one computes (docs/distributed.md).
+    bool prefetch = true;
   } parallel;
 
   struct Fault {

@@ -7,6 +7,9 @@
 #    final checkpoints (weights and Adam state);
 #  - a zero3 run saved by 4 ranks at step 4 and resumed by 3 ranks, and a world-1 sequential run
 #    saved at step 4 and resumed by zero3 on 2 ranks, equal the uninterrupted run;
+#  - full recomputation, the gather prefetch off, and compute.precision bf16 (matmul weights
+#    gathered as bf16; 2 and 4 ranks against the world-1 bf16 run) change no bit either; rank 0's
+#    [zero3] line reports the prefetch and the gathers' precision;
 #  - refusals exit 2 naming the keys: zero3 with the tree accumulation, zero1 with the sequential
 #    one on 2 ranks, zero3 on 5 ranks for 12 micro-batches.
 # Skips (exit 0) when mpirun is absent.   usage: zero3.sh <replica-binary> <repo-root>
@@ -96,6 +99,29 @@ same "world-1 sequential to step 4, resumed by zero3 on 2 ranks" "$tmp/S1" "$tmp
 # acquired) changes no bit either.
 run 2 "$tmp/R" "${Z[@]}" --set train.recompute=full || { echo "FAIL: zero3 + recompute full exit $?"; cat "$tmp/R.log"; fail=1; }
 same "zero3 on 2 ranks with full recomputation vs world-1 sequential" "$tmp/S1" "$tmp/R"
+
+# The gather prefetch (on by default) changes no bit: off on 2 ranks gives the same run; rank 0's
+# [zero3] line says which, and that the prefetch found its units.
+run 2 "$tmp/P" "${Z[@]}" --set parallel.prefetch=false || { echo "FAIL: zero3 without prefetch exit $?"; cat "$tmp/P.log"; fail=1; }
+same "zero3 on 2 ranks without prefetch vs world-1 sequential" "$tmp/S1" "$tmp/P"
+check "P: [zero3] line says prefetch off" 'grep -q "^\[zero3\] rank 0 of 2: .*prefetch off (0 of [0-9]* acquires prefetched), fp32 gathers" "$tmp/P.log"'
+check "Z2: [zero3] line says prefetch on, units prefetched" 'grep -q "^\[zero3\] rank 0 of 2: .*prefetch on ([1-9][0-9]* of [0-9]* acquires prefetched)" "$tmp/Z2.log"'
+
+# compute.precision bf16: the matmul weights are gathered as bf16 (each use rounds them to bf16
+# anyway), the bits are those of the world-1 bf16 run, with and without prefetch and recomputation.
+B=(--set compute.precision=bf16)
+run 1 "$tmp/SB" "${B[@]}" || { echo "FAIL: world-1 bf16 run exit $?"; cat "$tmp/SB.log"; fail=1; }
+for n in 2 4; do
+  run $n "$tmp/ZB$n" "${Z[@]}" "${B[@]}" || { echo "FAIL: zero3 bf16 $n ranks exit $?"; cat "$tmp/ZB$n.log"; fail=1; continue; }
+  same "zero3 bf16 on $n ranks vs world-1 bf16" "$tmp/SB" "$tmp/ZB$n"
+done
+check "ZB2: [zero3] line says bf16 gathers" 'grep -q "^\[zero3\] rank 0 of 2: .*bf16 matmul-weight gathers" "$tmp/ZB2.log"'
+run 2 "$tmp/RB" "${Z[@]}" "${B[@]}" --set parallel.prefetch=false --set train.recompute=full \
+  || { echo "FAIL: zero3 bf16 no prefetch + recompute full exit $?"; cat "$tmp/RB.log"; fail=1; }
+same "zero3 bf16 on 2 ranks, no prefetch, full recomputation vs world-1 bf16" "$tmp/SB" "$tmp/RB"
+run 4 "$tmp/RB4" "${Z[@]}" "${B[@]}" --set train.recompute=full \
+  || { echo "FAIL: zero3 bf16 4 ranks + recompute full exit $?"; cat "$tmp/RB4.log"; fail=1; }
+same "zero3 bf16 on 4 ranks, prefetch, full recomputation vs world-1 bf16" "$tmp/SB" "$tmp/RB4"
 
 expect_refusal() {  # expect_refusal <what> <text> <cmd...>
   local what=$1 text=$2; shift 2

@@ -252,5 +252,44 @@ TEST(ThreadGroup, OneFailingRankFailsTheGroupWithoutHanging) {
                Error);
 }
 
+// Non-blocking streams: receives of one (source, tag) take its messages in posting order whatever
+// order they are waited in; a tag's messages never match another tag's or the blocking calls'
+// (tag 0), sent in between; a rank blocked in Wait is woken when another rank fails.
+TEST(ThreadGroup, NonBlockingStreamsMatchInPostingOrderAndStaySeparate) {
+  RunThreadGroup(2, [](Communicator& comm) {
+    const int other = 1 - comm.rank();
+    if (comm.rank() == 0) {
+      const int a = 1, b = 2, c = 3, blocking = 4;
+      std::vector<Request> sends = {comm.Isend(&a, sizeof a, other, 1),
+                                    comm.Isend(&b, sizeof b, other, 1),
+                                    comm.Isend(&c, sizeof c, other, 2)};
+      comm.Send(&blocking, sizeof blocking, other);
+      comm.WaitAll(sends);
+      return;
+    }
+    int a = 0, b = 0, c = 0, blocking = 0;
+    Request ra = comm.Irecv(&a, sizeof a, other, 1);
+    Request rb = comm.Irecv(&b, sizeof b, other, 1);
+    Request rc = comm.Irecv(&c, sizeof c, other, 2);
+    comm.Recv(&blocking, sizeof blocking, other);
+    comm.Wait(rc);
+    comm.Wait(rb);  // fills ra first: posted before it on the same stream
+    EXPECT_FALSE(rb.pending());
+    comm.Wait(ra);
+    EXPECT_EQ(a, 1);
+    EXPECT_EQ(b, 2);
+    EXPECT_EQ(c, 3);
+    EXPECT_EQ(blocking, 4);
+  });
+  EXPECT_THROW(RunThreadGroup(2,
+                              [](Communicator& comm) {
+                                if (comm.rank() == 1) Fail("rank 1 broke");
+                                int x = 0;
+                                Request r = comm.Irecv(&x, sizeof x, 1, 1);
+                                comm.Wait(r);
+                              }),
+               Error);
+}
+
 }  // namespace
 }  // namespace replica::parallel
