@@ -255,20 +255,32 @@ RunPlan MakePlan(const RunConfig& c, const PlanOptions& o) {
 
   // The smallest world size that fits, each size under its own budget (a --memory or
   // parallel.memory_per_rank is the same for every size; physical memory is split over them).
-  WorldFit& f = p.smallest_world;
-  f.searched = I;
-  for (int64_t r = 1; r <= I; ++r) {
-    if (!WorldProblem(c, r).empty()) continue;
-    bool fits = false;
-    const Recompute policy = ResolveRecompute(c, r, MemoryBudget(c, o.memory, r), &fits);
-    const uint64_t bytes = PlanMemory(c, r, policy).total();
-    if (fits) {
-      f.world = r;
-      f.recompute = policy;
-      f.bytes = bytes;
-      break;
+  auto smallest = [&](const RunConfig& cfg) {
+    WorldFit f;
+    f.searched = I;
+    for (int64_t r = 1; r <= I; ++r) {
+      if (!WorldProblem(cfg, r).empty()) continue;
+      bool fits = false;
+      const Recompute policy = ResolveRecompute(cfg, r, MemoryBudget(cfg, o.memory, r), &fits);
+      const uint64_t bytes = PlanMemory(cfg, r, policy).total();
+      if (fits) {
+        f.world = r;
+        f.recompute = policy;
+        f.bytes = bytes;
+        break;
+      }
+      if (f.least_world == 0 || bytes < f.least_bytes) f.least_bytes = bytes, f.least_world = r;
     }
-    if (f.least_world == 0 || bytes < f.least_bytes) f.least_bytes = bytes, f.least_world = r;
+    return f;
+  };
+  p.smallest_world = smallest(c);
+  // The prefetch's extra unit buffer can be what decides the fit: say where the run fits without.
+  if (c.parallel.sharding == "zero3" && c.parallel.prefetch) {
+    RunConfig off = c;
+    off.parallel.prefetch = false;
+    const WorldFit f = smallest(off);
+    if (f.world > 0 && (p.smallest_world.world == 0 || f.world < p.smallest_world.world))
+      p.smallest_world_without_prefetch = f;
   }
 
   for (int64_t s : o.lr_steps) {
@@ -307,6 +319,11 @@ nlohmann::json RunPlan::ToJson() const {
   } else {
     smallest["least_memory_per_rank_bytes"] = smallest_world.least_bytes;
     smallest["least_memory_world"] = smallest_world.least_world;
+  }
+  if (const WorldFit& g = smallest_world_without_prefetch; g.world > 0) {
+    smallest["without_prefetch"] = {{"world", g.world},
+                                    {"recompute", RecomputeName(g.recompute)},
+                                    {"memory_per_rank_bytes", g.bytes}};
   }
   return {
       {"params", params},
@@ -378,6 +395,11 @@ std::string RunPlan::ToText() const {
     s += fmt::format("smallest world    none: does not fit at any world size up to {} (least "
                      "{:.2f} GiB per rank, at {} ranks)\n",
                      f.searched, gib(f.least_bytes), f.least_world);
+  }
+  if (const WorldFit& g = smallest_world_without_prefetch; g.world > 0) {
+    s += fmt::format("  no prefetch     {} ranks ({:.2f} GiB per rank, recompute {}) with "
+                     "parallel.prefetch: false\n",
+                     g.world, gib(g.bytes), RecomputeName(g.recompute));
   }
   for (const auto& [step, lr] : lr_at) s += fmt::format("lr at step {:<8} {:.10g}\n", step, lr);
   return s;

@@ -87,6 +87,9 @@ struct RunPlan {
   std::map<std::string, uint64_t> total_by_recompute;  // "none" / "mlp" / "full" -> bytes
   double recompute_flops_per_token = 0;  // extra FLOPs per token of `recompute`
   WorldFit smallest_world;
+  // zero3 with parallel.prefetch on: the smallest world with it off, when that is smaller (the
+  // prefetch's unit buffer decided the fit); world 0 otherwise.
+  WorldFit smallest_world_without_prefetch;
   std::map<int64_t, double> lr_at;
   std::string rope;               // ModelConfig::RopeSummary()
   nlohmann::json rope_layers;     // {"full_attention": RopeParamsJson, "sliding_attention": ...}

@@ -83,6 +83,17 @@ W=$(python3 -c "import json; print(json.load(open('$tmp/m.json'))['smallest_worl
 "$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --world "$W" --json > "$tmp/mw.json" || { echo "FAIL: plan --world $W"; fail=1; }
 "$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --world "$((W / 2))" --json > "$tmp/mh.json" || { echo "FAIL: plan --world $((W / 2))"; fail=1; }
 "$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --world 1 --memory 1TiB --json > "$tmp/big.json" || { echo "FAIL: plan 1TiB"; fail=1; }
+# The world plan names without the prefetch (when smaller) is where the run fits with it off.
+WN=$(python3 -c "import json; print(json.load(open('$tmp/m.json'))['smallest_world'].get('without_prefetch', {}).get('world', 0))")
+if [ "$WN" != 0 ]; then
+  "$BIN" plan "$ROOT/configs/olmo3-7b-stage1.yaml" --set parallel.prefetch=false --json > "$tmp/np.json" || { echo "FAIL: plan no prefetch"; fail=1; }
+  python3 - "$tmp/np.json" "$WN" "$W" <<'PY3' || { echo "FAIL: smallest world without prefetch"; fail=1; }
+import json, sys
+p = json.load(open(sys.argv[1])); wn, w = int(sys.argv[2]), int(sys.argv[3])
+assert p["smallest_world"]["world"] == wn < w, (p["smallest_world"], wn, w)
+assert "without_prefetch" not in p["smallest_world"], p["smallest_world"]
+PY3
+fi
 python3 - "$tmp" "$ROOT/configs/olmo3-7b.json" <<'PY2' || fail=1
 import json, sys
 d = sys.argv[1]
