@@ -374,10 +374,10 @@ class Importer {
   OlmoCoreImport Run(const json& root);
 
   void Refuse(const std::string& path, const std::string& reason) {
-    out_.refused.push_back({path, reason});
+    out_.refused.push_back({path, reason, ""});
   }
   void Ignored(const std::string& path, const std::string& reason) {
-    out_.ignored.push_back({path, reason});
+    out_.ignored.push_back({path, reason, ""});
   }
   void Unresolved(const std::string& path, const std::string& reason, const std::string& key) {
     out_.unresolved.push_back({path, reason, key});
@@ -521,7 +521,6 @@ const char* kLayout = "parallel layout; replica's data-parallel reduction is exa
 const char* kPrecision =
     "replica trains fp32 master weights with fp32 compute; OLMo-core with bfloat16 computes the "
     "forward and backward in bf16 from fp32 master weights: the same recipe, different rounding";
-const char* kPython = "a Python runtime setting with no effect on the math";
 
 void Importer::Experiment(const json& j, const std::string& path) {
   const std::string cls = Dispatch(j, path, Role::kExperiment);

@@ -467,6 +467,8 @@ void ApplyField(RunConfig& c, const Field& f, const Entry& e) {
     case Kind::kMixture:
       *static_cast<std::vector<RunConfig::MixtureSource>*>(p) = ParseMixture(e);
       break;
+    case Kind::kJsonMap:  // a model key's kind (ModelKeys); no RunConfig field has it
+      Fail("config key '{}': internal error: a mapping field outside the model section", e.key);
   }
 }
 
@@ -734,6 +736,8 @@ void EmitValue(YAML::Emitter& e, Kind kind, const void* p) {
       e << YAML::EndSeq;
       break;
     }
+    case Kind::kJsonMap:  // a model key's kind; the model section is emitted as JSON values
+      Fail("canonical config: internal error: a mapping field outside the model section");
   }
 }
 

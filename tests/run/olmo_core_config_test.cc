@@ -159,10 +159,10 @@ TEST(OlmoCoreImport, LongContextYarnIsTheReleasedConfigs) {
                                     .model.ToHfJson());
     const std::string at = std::string("model.block_overrides.{3,7,11,15,19,23,27,31}.") +
                            spelling + ".rope.scaling";
-    for (const std::string& line :
+    for (const char* line :
          {"factor: 8", "original_max_position_embeddings: 8192", "beta_fast: 32", "beta_slow: 1",
           "attention_factor: 1.2079441541679836"}) {
-      const size_t pos = im.yaml.find("    " + line);
+      const size_t pos = im.yaml.find(std::string("    ") + line);
       ASSERT_NE(pos, std::string::npos) << line << "\n" << im.yaml;
       const std::string rest = im.yaml.substr(pos, im.yaml.find('\n', pos) - pos);
       EXPECT_NE(rest.find(at + "."), std::string::npos) << rest;

@@ -108,7 +108,9 @@ void ExpectFails(const std::vector<std::string>& inputs, const std::string& need
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
   // Nothing became visible: no token files, no manifest, no temporaries.
-  if (fs::exists(out)) EXPECT_TRUE(fs::is_empty(out)) << out;
+  if (fs::exists(out)) {
+    EXPECT_TRUE(fs::is_empty(out)) << out;
+  }
 }
 
 TEST(TokenizeToDisk, BadInputNamesFileAndLineAndWritesNothing) {

@@ -79,7 +79,9 @@ Errors RunFixture(const std::string& name, int64_t micro_batch, int threads) {
     e.gnorm_rel = std::max(e.gnorm_rel, std::fabs(o.grad_norm - gnorm[i]) / gnorm[i]);
     e.clip = std::max(e.clip, std::fabs(o.clip_coef - clip[i]));
     EXPECT_FALSE(o.skipped);
-    if (clip[i] == 1.0) EXPECT_EQ(o.clip_coef, 1.0) << name << " step " << k;
+    if (clip[i] == 1.0) {
+      EXPECT_EQ(o.clip_coef, 1.0) << name << " step " << k;
+    }
   }
   EXPECT_EQ(adam.step(), 6);
 
