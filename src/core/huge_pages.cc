@@ -16,7 +16,9 @@ namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t RoundUp(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 }  // namespace
 
@@ -41,7 +43,9 @@ HugePageBuffer HugePageBuffer::Allocate(size_t bytes) {
   return b;
 }
 
-HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept { *this = std::move(other); }
+HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept {
+  *this = std::move(other);
+}
 
 HugePageBuffer& HugePageBuffer::operator=(HugePageBuffer&& other) noexcept {
   if (this != &other) {
