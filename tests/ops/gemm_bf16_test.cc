@@ -12,10 +12,10 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/threads.h"
+#include "op_test_util.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/isa.h"
-#include "op_test_util.h"
 
 namespace replica {
 namespace {
@@ -25,8 +25,8 @@ using testing::RelErr;
 
 TEST(RoundToBf16, TiesToEvenAndSpecialValues) {
   EXPECT_EQ(RoundToBf16(1.0f), 1.0f);
-  EXPECT_EQ(RoundToBf16(1.0f + 0x1p-8f), 1.0f);                 // tie: to the even 1.0
-  EXPECT_EQ(RoundToBf16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);   // tie: to the even 1 + 2^-6
+  EXPECT_EQ(RoundToBf16(1.0f + 0x1p-8f), 1.0f);                       // tie: to the even 1.0
+  EXPECT_EQ(RoundToBf16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);         // tie: to the even 1 + 2^-6
   EXPECT_EQ(RoundToBf16(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);  // above the tie: up
   EXPECT_EQ(RoundToBf16(-3.0f), -3.0f);
   EXPECT_TRUE(std::isnan(RoundToBf16(std::numeric_limits<float>::quiet_NaN())));
@@ -72,15 +72,24 @@ void CheckAgainstReference(GemmFn fn, const char* name) {
   }
 }
 
-TEST(GemmBf16, EmulatedMatchesReference) { CheckAgainstReference(GemmBf16Emulated, "emulated"); }
-TEST(GemmBf16, OneDnnTilesMatchReference) { CheckAgainstReference(OneDnnF32, "onednn f32"); }
+TEST(GemmBf16, EmulatedMatchesReference) {
+  CheckAgainstReference(GemmBf16Emulated, "emulated");
+}
+TEST(GemmBf16, OneDnnTilesMatchReference) {
+  CheckAgainstReference(OneDnnF32, "onednn f32");
+}
 TEST(GemmBf16, OneDnnBf16MatchesReferenceWhereAvailable) {
   if (!OneDnnBf16MatmulAvailable()) GTEST_SKIP() << "no oneDNN bf16 matmul on this CPU";
   CheckAgainstReference(OneDnnBf16, "onednn bf16");
 }
 TEST(GemmBf16, ActiveRouteMatchesReference) {
   CheckAgainstReference(GemmBf16, Bf16GemmRouteName(ActiveBf16GemmRoute()));
-  EXPECT_EQ(ActiveBf16GemmRoute() == Bf16GemmRoute::kOneDnn, HasBf16MatrixUnits());
+  // oneDNN on AMX, and on AMD's AVX512-BF16; emulated elsewhere.
+  const CpuFeatures& cpu = DetectCpu();
+  const bool want_onednn =
+      OneDnnBf16MatmulAvailable() &&
+      (HasBf16MatrixUnits() || (ActiveIsa() == Isa::kAvx512 && cpu.avx512_bf16 && cpu.amd));
+  EXPECT_EQ(ActiveBf16GemmRoute() == Bf16GemmRoute::kOneDnn, want_onednn);
 }
 
 TEST(GemmBf16, BitIdenticalAcrossThreadCounts) {

@@ -10,13 +10,13 @@ nlohmann::json ComputeSettings::ToJson() const {
   const CpuFeatures& f = DetectCpu();
   return {{"precision", PrecisionName(precision)},
           {"isa", IsaName(isa)},
-          {"bf16_matmul", ActiveBf16GemmRoute() == Bf16GemmRoute::kOneDnn ? "onednn-amx"
-                                                                          : "emulated"},
+          {"bf16_matmul", Bf16GemmRouteKey(ActiveBf16GemmRoute())},
           {"cpu",
            {{"avx2", f.avx2},
             {"avx512", f.avx512},
             {"avx512_bf16", f.avx512_bf16},
-            {"amx_bf16", f.amx_bf16}}}};
+            {"amx_bf16", f.amx_bf16},
+            {"amd", f.amd}}}};
 }
 
 std::string ComputeSettings::Describe() const {

@@ -3,12 +3,13 @@
 // bf16(x) = x rounded to the nearest bfloat16 (ties to even). Operands are given in fp32 and
 // rounded here; C stays fp32.
 //
-// Two routes compute it, chosen by the ISA in use (ops/cpu/isa.h):
+// Two routes compute it, chosen by the ISA in use and the CPU (ops/cpu/isa.h):
 //   emulated   the operands are rounded into fp32 scratch and multiplied by the deterministic
 //              tiled Sgemm (ops/cpu/gemm.h). Products of bf16 values are exact in fp32, so this is
-//              the bf16 matmul's arithmetic, at fp32 GEMM speed. Used without AMX: on AVX2
-//              oneDNN 2.6 has no bf16 matmul, and its AVX512-BF16 one is slower than fp32 GEMM.
-//   onednn     the operands are converted to bf16 and multiplied by oneDNN's matmul (AMX tiles).
+//              the bf16 matmul's arithmetic, at fp32 GEMM speed. Used on AVX2 (oneDNN 2.6 has no
+//              bf16 matmul there) and on Intel's AVX512-BF16 (slower than fp32 GEMM there).
+//   onednn     the operands are converted to bf16 and multiplied by oneDNN's matmul: on AMX
+//              tiles, or on AMD's AVX512-BF16 (vdpbf16ps), where it is 1.6-2.2x the fp32 GEMM.
 // Both keep replica's determinism: C is cut into tiles whose sizes depend only on (M, N, K), each
 // tile is one single-threaded call over the whole K, and OpenMP hands tiles to threads, so a
 // result does not depend on the thread count. The two routes sum in different orders, so they
@@ -30,9 +31,13 @@ void Gemm(Precision precision, bool trans_a, bool trans_b, int64_t M, int64_t N,
           float* C, int64_t ldc);
 
 enum class Bf16GemmRoute { kEmulated, kOneDnn };
-// kOneDnn when the ISA in use has bf16 matrix units (AMX), else kEmulated.
+// kOneDnn when the ISA in use is amx, or avx512 on an AMD CPU with AVX512_BF16 (and oneDNN has
+// the bf16 matmul); else kEmulated.
 Bf16GemmRoute ActiveBf16GemmRoute();
+// "onednn-amx", "onednn-avx512bf16" or "emulated (...)", for the ISA in use.
 const char* Bf16GemmRouteName(Bf16GemmRoute route);
+// The same, one word each for JSON: "onednn-amx", "onednn-avx512bf16", "emulated".
+const char* Bf16GemmRouteKey(Bf16GemmRoute route);
 
 // The routes one by one (tests, bench). GemmBf16OneDnn with bf16_operands = false runs oneDNN's
 // f32 matmul on the rounded operands: the same tiling and the same numbers up to summation order,
@@ -40,9 +45,9 @@ const char* Bf16GemmRouteName(Bf16GemmRoute route);
 void GemmBf16Emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                       const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                       float* C, int64_t ldc);
-void GemmBf16OneDnn(bool bf16_operands, bool trans_a, bool trans_b, int64_t M, int64_t N,
-                    int64_t K, float alpha, const float* A, int64_t lda, const float* B,
-                    int64_t ldb, float beta, float* C, int64_t ldc);
+void GemmBf16OneDnn(bool bf16_operands, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
+                    float beta, float* C, int64_t ldc);
 bool OneDnnBf16MatmulAvailable();
 
 // Plain reference: rounds the operands to bf16, multiplies and sums in double, rounds once.

@@ -41,7 +41,8 @@ std::string CpuModel() {
   return "unknown CPU";
 }
 
-// fp32 keys name the BLAS kernel; bf16 keys the bf16 GEMM route in use (onednn-amx, emulated).
+// fp32 keys name the BLAS kernel; bf16 keys the bf16 GEMM route in use (onednn-amx,
+// onednn-avx512bf16, emulated).
 std::string CacheKey(int64_t n, Precision precision) {
   const char* core = openblas_get_corename();
   const std::string key = fmt::format("{} | {} threads | n {} | OpenBLAS {}", CpuModel(),
@@ -84,7 +85,8 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
     a[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f;
     b[i] = static_cast<float>((i * 104729) % 1000) * 1e-3f - 0.5f;
   }
-  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  const double flops =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   auto call = [&] {
     const auto t0 = Clock::now();
     Gemm(o.precision, false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
@@ -94,12 +96,13 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
   call();  // warm-up: first touch, thread start
   std::vector<double> trial_best;
   for (int t = 0; t < o.trials; ++t) {
-    if (t > 0 && o.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.pause_s));
+    if (t > 0 && o.pause_s > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(o.pause_s));
     const auto t0 = Clock::now();
     double best = 1e30;
     int calls = 0;
-    while (calls < 2 || (std::chrono::duration<double>(Clock::now() - t0).count() < o.trial_s &&
-                         calls < 50)) {
+    while (calls < 2 ||
+           (std::chrono::duration<double>(Clock::now() - t0).count() < o.trial_s && calls < 50)) {
       best = std::min(best, call());
       ++calls;
     }
@@ -110,7 +113,8 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
   p.trials = o.trials;
   p.precision = o.precision;
   p.measured_flops_per_s = flops / *std::min_element(trial_best.begin(), trial_best.end());
-  std::nth_element(trial_best.begin(), trial_best.begin() + trial_best.size() / 2, trial_best.end());
+  std::nth_element(trial_best.begin(), trial_best.begin() + trial_best.size() / 2,
+                   trial_best.end());
   p.median_trial_flops_per_s = flops / trial_best[trial_best.size() / 2];
   p.flops_per_s = p.measured_flops_per_s;
   p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -126,10 +130,9 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
   p.flops_per_s = std::max(p.measured_flops_per_s, p.cached_flops_per_s);
   if (p.measured_flops_per_s > p.cached_flops_per_s) {
     cache[p.key] = {{"flops_per_s", p.measured_flops_per_s},
-                    {"measured_at_unix_s",
-                     std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count()}};
+                    {"measured_at_unix_s", std::chrono::duration_cast<std::chrono::seconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count()}};
     try {  // best effort: an unwritable cache only means the next run measures again
       std::error_code ec;
       fs::create_directories(fs::path(path).parent_path(), ec);
@@ -142,13 +145,14 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
 }
 
 std::string GemmPeak::Describe() const {
-  const std::string here = fmt::format("{:.1f}, median of {} trials {:.1f}",
-                                       measured_flops_per_s / 1e9, trials,
-                                       median_trial_flops_per_s / 1e9);
+  const std::string here =
+      fmt::format("{:.1f}, median of {} trials {:.1f}", measured_flops_per_s / 1e9, trials,
+                  median_trial_flops_per_s / 1e9);
   if (cache_path.empty())
-    return fmt::format("{:.1f} GFLOP/s (fastest of {} trials of a {}^3 {} GEMM in this process; "
-                       "median {:.1f})",
-                       flops_per_s / 1e9, trials, n, PrecisionName(precision), median_trial_flops_per_s / 1e9);
+    return fmt::format(
+        "{:.1f} GFLOP/s (fastest of {} trials of a {}^3 {} GEMM in this process; "
+        "median {:.1f})",
+        flops_per_s / 1e9, trials, n, PrecisionName(precision), median_trial_flops_per_s / 1e9);
   if (cached_flops_per_s > measured_flops_per_s)
     return fmt::format("{:.1f} GFLOP/s (best on this machine, cached in {}; this process {})",
                        flops_per_s / 1e9, cache_path, here);
@@ -158,6 +162,10 @@ std::string GemmPeak::Describe() const {
 
 double FlopsPerCyclePerCore(Isa isa, Precision precision) {
   if (isa == Isa::kAmx && precision == Precision::kBf16) return 1024;
+  // vdpbf16ps: two bf16 products per fp32 lane, so twice the fp32 FMA rate.
+  if (isa == Isa::kAvx512 && precision == Precision::kBf16 &&
+      ActiveBf16GemmRoute() == Bf16GemmRoute::kOneDnn)
+    return 128;
   if (isa >= Isa::kAvx512) return 64;
   if (isa == Isa::kAvx2) return 32;
   return 8;  // SSE: one 128-bit multiply and one add per cycle

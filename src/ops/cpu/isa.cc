@@ -2,9 +2,8 @@
 
 #include <cpuid.h>
 #include <dnnl.h>
-#include <hwy/targets.h>
-
 #include <fmt/format.h>
+#include <hwy/targets.h>
 
 #include <mutex>
 #include <optional>
@@ -23,12 +22,14 @@ uint64_t Xgetbv0() {
 CpuFeatures Probe() {
   CpuFeatures f;
   unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  f.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "Auth" "enti" "cAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, avx = (c >> 28) & 1;
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = Xgetbv0();
-  const bool ymm_state = (xcr0 & 0x6) == 0x6;             // SSE + AVX state
-  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;           // + opmask, ZMM_Hi256, Hi16_ZMM
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;                     // SSE + AVX state
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;                   // + opmask, ZMM_Hi256, Hi16_ZMM
   const bool tile_state = (xcr0 & (3ull << 17)) == (3ull << 17);  // XTILECFG + XTILEDATA
   if (__get_cpuid_max(0, nullptr) < 7) return f;
   __cpuid_count(7, 0, a, b, c, d);
@@ -67,10 +68,14 @@ const CpuFeatures& DetectCpu() {
 
 const char* IsaName(Isa isa) {
   switch (isa) {
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-    case Isa::kAmx: return "amx";
-    case Isa::kBaseline: break;
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAmx:
+      return "amx";
+    case Isa::kBaseline:
+      break;
   }
   return "baseline";
 }
@@ -107,8 +112,12 @@ void ApplyIsaCap(Isa isa) {
   dnnl_cpu_isa_t dnnl_isa = dnnl_cpu_isa_avx2;
   int64_t hwy_disabled = 0;
   switch (isa) {
-    case Isa::kAmx: dnnl_isa = dnnl_cpu_isa_avx512_core_amx; break;
-    case Isa::kAvx512: dnnl_isa = dnnl_cpu_isa_avx512_core_bf16; break;
+    case Isa::kAmx:
+      dnnl_isa = dnnl_cpu_isa_avx512_core_amx;
+      break;
+    case Isa::kAvx512:
+      dnnl_isa = dnnl_cpu_isa_avx512_core_bf16;
+      break;
     case Isa::kAvx2:
     case Isa::kBaseline:
       dnnl_isa = isa == Isa::kAvx2 ? dnnl_cpu_isa_avx2 : dnnl_cpu_isa_sse41;
@@ -133,25 +142,35 @@ Isa ActiveIsa() {
   return g_cap ? *g_cap : DetectCpu().Best();
 }
 
-bool HasBf16MatrixUnits() { return ActiveIsa() == Isa::kAmx; }
+bool HasBf16MatrixUnits() {
+  return ActiveIsa() == Isa::kAmx;
+}
 
 std::string OneDnnIsaName() {
   switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return fmt::format("0x{:x}", static_cast<int>(dnnl_get_effective_cpu_isa()));
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return fmt::format("0x{:x}", static_cast<int>(dnnl_get_effective_cpu_isa()));
   }
 }
 
 std::string DescribeIsa() {
   const CpuFeatures& f = DetectCpu();
   auto yes = [](bool b, const char* name) { return fmt::format("{}{}", b ? "" : "no ", name); };
-  return fmt::format("cpu {}, {}, {}, {}; using {}{}", yes(f.avx2, "avx2"),
+  return fmt::format("cpu {}{}, {}, {}, {}; using {}{}", f.amd ? "amd, " : "", yes(f.avx2, "avx2"),
                      yes(f.avx512, "avx512"), yes(f.avx512_bf16, "avx512_bf16"),
                      yes(f.amx_bf16, "amx_bf16"), IsaName(ActiveIsa()),
                      ActiveIsa() < f.Best() ? " (capped)" : "");

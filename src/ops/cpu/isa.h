@@ -1,8 +1,9 @@
 // The CPU's instruction sets as replica uses them, and the cap a run puts on them (the CPU analog
 // of choosing a chip generation; docs/precision.md).
 //   avx2    AVX2 + FMA: fp32 GEMMs; bf16 matmuls are emulated (inputs rounded to bf16, fp32 GEMM)
-//   avx512  AVX-512 (F, BW, VL, DQ): wider fp32 kernels; bf16 still emulated (oneDNN 2.6's
-//           AVX512-BF16 matmul is slower than fp32 GEMM on these machines)
+//   avx512  AVX-512 (F, BW, VL, DQ): wider fp32 kernels; bf16 matmuls run on oneDNN's
+//           AVX512-BF16 kernels on AMD CPUs that have them (faster than fp32 GEMM there), else
+//           emulated (on Intel's, oneDNN 2.6's AVX512-BF16 matmul is slower than fp32 GEMM)
 //   amx     AMX-BF16 tiles: bf16 matmuls run on oneDNN's AMX kernels
 // Detection reads cpuid and the OS-enabled register state (xgetbv), so it does not depend on any
 // cap. A cap is applied once per process, before the first oneDNN primitive: oneDNN's
@@ -20,6 +21,7 @@ struct CpuFeatures {
   bool avx512 = false;       // AVX-512 F, BW, VL, DQ, OS-enabled
   bool avx512_bf16 = false;  // AVX512_BF16 (vdpbf16ps)
   bool amx_bf16 = false;     // AMX-TILE + AMX-BF16, OS-enabled tile state
+  bool amd = false;          // vendor "AuthenticAMD"
   Isa Best() const;
 };
 
