@@ -15,7 +15,8 @@ struct ComputeSettings {
   Precision precision = Precision::kFp32;
   Isa isa = Isa::kAvx2;  // the cap in use
 
-  // {"precision", "isa", "bf16_matmul": "onednn-amx" | "onednn-avx512bf16" | "emulated", "cpu": {...features}}
+  // {"precision", "isa", "bf16_matmul": "onednn-amx" | "onednn-avx512bf16" | "emulated",
+  //  "cpu": {...features}}
   nlohmann::json ToJson() const;
   // One line: "precision bf16, isa avx2 (cpu ...), bf16 matmuls emulated (...)".
   std::string Describe() const;
