@@ -88,13 +88,15 @@ if [ $have_mpi = 1 ]; then
   # between the rename and DONE. The job ends; step 10 stays usable; the resumed run is identical.
   for fault in checkpoint:20:2 checkpoint:20:before-done:0; do
     rank=${fault##*:} spec=${fault%:*} dir="$tmp/K$rank"
-    # mpirun normally ends the job when a rank dies; should it ever hang instead (seen once in a
-    # loaded ctest run), end it and its ranks after 300 s rather than wait for ctest's timeout:
-    # the job still ended, and what this test checks — the checkpoints it left — is unchanged.
+    # mpirun normally ends the job within seconds when a rank dies (3 s on an idle 2-core
+    # machine). Open MPI 4.1's mpirun itself sometimes fails at that: it hung in two ctest runs and
+    # crashed (SIGSEGV) once in 26 runs of this job. End it and its ranks after 120 s rather
+    # than wait for ctest's timeout: the job still ended, and what this test checks — the
+    # checkpoints it left — is unchanged.
     t0=$SECONDS
-    REPLICA_FAULT=$spec REPLICA_FAULT_RANK=$rank timeout -s KILL 300 \
+    REPLICA_FAULT=$spec REPLICA_FAULT_RANK=$rank timeout -s KILL 120 \
       "${MPI[@]}" -np 4 "$BIN" train "$tmp/tiny.yaml" --run-dir "$dir" --quiet >> "$dir.log" 2>&1; rc=$?
-    [ $((SECONDS - t0)) -ge 300 ] && echo "NOTE: $spec on rank $rank: mpirun did not end the job by itself; killed after 300 s"
+    [ $((SECONDS - t0)) -ge 120 ] && echo "NOTE: $spec on rank $rank: mpirun did not end the job by itself; killed after 120 s"
     check "$spec on rank $rank ends the job (exit $rc)" '[ $rc -ne 0 ]'
     check "$spec on rank $rank: no complete step 20" '[ ! -f "$(final "$dir")/DONE" ]'
     "$BIN" convert --from "$dir/checkpoints/step-00000010" --to "$dir.hf" --tokenizer none > /dev/null 2> "$tmp/err" \
