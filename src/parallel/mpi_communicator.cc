@@ -23,7 +23,9 @@
 
 namespace replica::parallel {
 
-bool HaveMpi() { return REPLICA_HAVE_MPI != 0; }
+bool HaveMpi() {
+  return REPLICA_HAVE_MPI != 0;
+}
 
 #if REPLICA_HAVE_MPI
 namespace {
@@ -39,7 +41,21 @@ void Check(int rc, const char* what) {
   Fail("MPI: {} failed: {}", what, std::string(text, static_cast<size_t>(len)));
 }
 
-int Count(size_t bytes) { return static_cast<int>(std::min(bytes, kMaxMessage)); }
+int Count(size_t bytes) {
+  return static_cast<int>(std::min(bytes, kMaxMessage));
+}
+
+// Calls post(chunk, n) for consecutive chunks of [data, data + bytes) of at most kMaxMessage
+// bytes each: one call (n = 0) for an empty buffer, so both sides of a message post alike.
+template <typename Byte, typename Post>
+void ForEachChunk(Byte* data, size_t bytes, Post post) {
+  do {
+    const int n = Count(bytes);
+    post(data, n);
+    data += n;
+    bytes -= static_cast<size_t>(n);
+  } while (bytes > 0);
+}
 
 int failed_rank = -1, failed_world = 0;
 void AbortJobAtExit() {
@@ -75,22 +91,14 @@ class MpiCommunicator final : public Communicator {
   int world() const override { return world_; }
 
   void Send(const void* data, size_t bytes, int dest) override {
-    const char* p = static_cast<const char*>(data);
-    do {
-      const int n = Count(bytes);
+    ForEachChunk(static_cast<const char*>(data), bytes, [&](const char* p, int n) {
       Check(MPI_Send(p, n, MPI_BYTE, dest, kTag, MPI_COMM_WORLD), "MPI_Send");
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    } while (bytes > 0);
+    });
   }
   void Recv(void* data, size_t bytes, int src) override {
-    char* p = static_cast<char*>(data);
-    do {
-      const int n = Count(bytes);
+    ForEachChunk(static_cast<char*>(data), bytes, [&](char* p, int n) {
       Check(MPI_Recv(p, n, MPI_BYTE, src, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    } while (bytes > 0);
+    });
   }
   // Chunk k of the send matches chunk k of the partner's receive: both sides split by the same
   // kMaxMessage, and one side's send size is the other's receive size.
@@ -114,27 +122,19 @@ class MpiCommunicator final : public Communicator {
   Request Isend(const void* data, size_t bytes, int dest, int tag) override {
     CheckTag(tag);
     std::vector<MPI_Request>& chunks = Start();
-    const char* p = static_cast<const char*>(data);
-    do {
-      const int n = Count(bytes);
+    ForEachChunk(static_cast<const char*>(data), bytes, [&](const char* p, int n) {
       chunks.emplace_back();
       Check(MPI_Isend(p, n, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &chunks.back()), "MPI_Isend");
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    } while (bytes > 0);
+    });
     return {next_id_++};
   }
   Request Irecv(void* data, size_t bytes, int src, int tag) override {
     CheckTag(tag);
     std::vector<MPI_Request>& chunks = Start();
-    char* p = static_cast<char*>(data);
-    do {
-      const int n = Count(bytes);
+    ForEachChunk(static_cast<char*>(data), bytes, [&](char* p, int n) {
       chunks.emplace_back();
       Check(MPI_Irecv(p, n, MPI_BYTE, src, tag, MPI_COMM_WORLD, &chunks.back()), "MPI_Irecv");
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    } while (bytes > 0);
+    });
     return {next_id_++};
   }
   void Wait(Request& request) override {
@@ -156,8 +156,8 @@ class MpiCommunicator final : public Communicator {
 
  private:
   static void CheckTag(int tag) {
-    Require(tag >= 1, "MPI: non-blocking messages need a tag >= 1 (0 is the blocking calls'), got {}",
-            tag);
+    Require(tag >= 1,
+            "MPI: non-blocking messages need a tag >= 1 (0 is the blocking calls'), got {}", tag);
   }
   std::vector<MPI_Request>& Start() { return pending_[next_id_]; }
 
@@ -168,13 +168,16 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> MakeMpiCommunicator() { return std::make_unique<MpiCommunicator>(); }
+std::unique_ptr<Communicator> MakeMpiCommunicator() {
+  return std::make_unique<MpiCommunicator>();
+}
 
 #else
 
 std::unique_ptr<Communicator> MakeMpiCommunicator() {
-  Fail("this replica was built without MPI (CMake did not find MPI::MPI_C; install "
-       "libopenmpi-dev and rebuild), but it was started by mpirun");
+  Fail(
+      "this replica was built without MPI (CMake did not find MPI::MPI_C; install "
+      "libopenmpi-dev and rebuild), but it was started by mpirun");
 }
 
 #endif
