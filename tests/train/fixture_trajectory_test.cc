@@ -18,6 +18,8 @@
 //   Final parameters, every case: the median |Δ| of every tensor < 1e-5 (the README's robust
 //   check: a correct run gives <= 5.4e-6 here), every element within sum(lr).
 // The measured errors are printed, so the test log is the report.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -153,9 +155,7 @@ std::vector<std::string> Violations(const Errors& e, const Tolerances& t) {
 }
 
 std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
+  return fmt::format("{}", fmt::join(v, ", "));
 }
 
 void ExpectWithinReadmeTolerances(const Errors& e, const Tolerances& t) {
