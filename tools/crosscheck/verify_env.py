@@ -3,8 +3,8 @@
     <venv>/bin/python tools/crosscheck/verify_env.py LOCK_FILE [--print]
 
 Every `name==version` line of the lock must be installed at that version, nothing else that the
-lock does not list may be installed (pip and wheel excepted), and the oracle modules
-must import. Exit 0 when it holds, 2 with one line per problem otherwise. With --print, the
+lock does not list may be installed (pip, setuptools and wheel, which venv itself installs, excepted), and the oracle modules
+must import (those of them the lock pins). Exit 0 when it holds, 2 with one line per problem otherwise. With --print, the
 versions of the oracle packages are printed as a table.
 """
 import importlib
@@ -12,11 +12,11 @@ import importlib.metadata as md
 import re
 import sys
 
-ORACLE_MODULES = ["numpy", "torch", "transformers", "olmo_core", "safetensors", "tokenizers",
-                  "tiktoken"]
-ORACLE_PACKAGES = ["torch", "transformers", "ai2-olmo-core", "safetensors", "tokenizers",
-                   "tiktoken", "numpy"]
-TOOLING = {"pip", "wheel"}
+# The oracle packages and the module each is imported as; those the lock pins must import.
+ORACLES = {"torch": "torch", "transformers": "transformers", "ai2-olmo-core": "olmo_core",
+           "safetensors": "safetensors", "tokenizers": "tokenizers", "tiktoken": "tiktoken",
+           "numpy": "numpy"}
+TOOLING = {"pip", "setuptools", "wheel"}  # what venv itself installs
 
 
 def canonical(name):
@@ -51,7 +51,7 @@ def main():
             problems.append(f"{name} is {have}, the lock file says {version}")
     for name in sorted(set(installed) - set(pins) - TOOLING):
         problems.append(f"{name}=={installed[name]} is installed but not in the lock file")
-    for module in ORACLE_MODULES:
+    for module in [m for p, m in ORACLES.items() if p in pins]:
         try:
             importlib.import_module(module)
         except Exception as e:  # any import failure makes the environment unusable
@@ -62,8 +62,8 @@ def main():
         sys.exit(2)
     if "--print" in sys.argv:
         print(f"  python {sys.version.split()[0]}")
-        for name in ORACLE_PACKAGES:
-            print(f"  {name} {installed[canonical(name)]}")
+        for name in [p for p in ORACLES if p in pins]:
+            print(f"  {name} {installed[name]}")
 
 
 if __name__ == "__main__":
