@@ -44,6 +44,10 @@ renv > "$tmp/out" 2> "$tmp/err"; rc=$?
 check "no marker: exit 2" '[ $rc -eq 2 ]'
 check "no marker: called incomplete" 'grep -q "incomplete (an install was interrupted)" "$tmp/err"'
 check "no marker: never used (no python printed)" '[ ! -s "$tmp/out" ]'
+mkdir -p "$REPLICA_REFERENCE_CACHE/reference-deadbeefdeadbeef/bin"  # another lock's killed install
+renv create > "$tmp/recreate.out" 2>&1; rc=$?
+check "create over a half-created environment: rebuilt" '[ $rc -eq 0 ] && [ -f "$dir/complete" ] && grep -q "removing the unusable" "$tmp/recreate.out"'
+check "create: another lock's half-created environment removed" '[ ! -d "$REPLICA_REFERENCE_CACHE/reference-deadbeefdeadbeef" ]'
 
 # A version other than the lock's, and a pinned package missing: a lock that pins two packages,
 # against a directory holding one of them at another version.
