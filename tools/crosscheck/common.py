@@ -72,11 +72,15 @@ def read_safetensors(path):
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """Writes {name: numpy array or torch tensor} through a temporary name (never half-written)."""
+    """Writes {name: numpy array or torch tensor} through a temporary name (never half-written);
+    a 0-d array stays a scalar (shape [])."""
     import torch
     from safetensors.torch import save_file
-    as_torch = {k: (v if isinstance(v, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(v)))
-                .contiguous() for k, v in tensors.items()}
+    def as_tensor(v):
+        if isinstance(v, torch.Tensor):
+            return v.contiguous()
+        return torch.from_numpy(np.ascontiguousarray(v).reshape(np.shape(v)))  # keeps 0-d as []
+    as_torch = {k: as_tensor(v) for k, v in tensors.items()}
     tmp = path + ".tmp"
     save_file(as_torch, tmp, metadata=metadata)
     os.replace(tmp, path)
