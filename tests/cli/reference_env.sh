@@ -52,7 +52,7 @@ check "create: another lock's half-created environment removed" '[ ! -d "$REPLIC
 # A version other than the lock's, and a pinned package missing: a lock that pins two packages,
 # against a directory holding one of them at another version.
 lock2=$tmp/two.lock
-printf 'pinned-pkg==1.0\nabsent-pkg==3.1\n' > "$lock2"
+printf 'pinned-pkg==1.0\nabsent-pkg==3.1\n# data: some-wheel==1.0 pkg/ref.json %s\n' "$(printf x | sha256sum | cut -c1-64)" > "$lock2"
 export REPLICA_REFERENCE_LOCK=$lock2
 dir2=$REPLICA_REFERENCE_CACHE/reference-$(sha256sum "$lock2" | cut -c1-16)
 python3.11 -m venv --without-pip "$dir2"
@@ -64,6 +64,10 @@ renv > "$tmp/out" 2> "$tmp/err"; rc=$?
 check "wrong version: exit 2" '[ $rc -eq 2 ]'
 check "wrong version: named" 'grep -q "pinned-pkg is 2.0, the lock file says 1.0" "$tmp/err"'
 check "missing package: named" 'grep -q "absent-pkg==3.1 is in the lock file but not installed" "$tmp/err"'
+check "missing reference data file: named" 'grep -q "data file $dir2/data/ref.json (pkg/ref.json of some-wheel==1.0) is missing" "$tmp/err"'
+mkdir -p "$dir2/data" && printf y > "$dir2/data/ref.json"
+renv > "$tmp/out" 2> "$tmp/err"
+check "altered reference data file: named" 'grep -q "data file $dir2/data/ref.json does not have the lock file" "$tmp/err"'
 
 # make crosscheck without an environment stops at once with the command (exit 2).
 mkdir -p "$tmp/build" && : > "$tmp/build/replica" && chmod +x "$tmp/build/replica"
