@@ -3,9 +3,12 @@
 # tests/data/reference/olmo_core_model/ (tools/crosscheck/generate_olmo_core_model.py; no Python
 # needed here beyond python3's standard library):
 #  - every case: logits (KL max, top-1), the train module's CE and mean lse² within fp32 noise;
-#  - tiny-mha, tiny-yarn: every gradient of OLMo-core's objective CE + 1e-5·z-loss within 1e-5
-#    relative (`replica parity --grads --z-loss 1e-5`), and the same gradients compared without
-#    the z-loss term fall outside that bound (the bound sees the z-loss);
+#  - tiny-mha, tiny-yarn, olmo-core-native: every gradient of OLMo-core's objective CE + 1e-5·z-loss
+#    within 1e-5 relative (`replica parity --grads --z-loss 1e-5`), and the same gradients compared
+#    without the z-loss term fall outside that bound (the bound sees the z-loss);
+#  - olmo-core-native is OLMo-core's own: its Olmo 3 builder (6 layers: S S S F S F, the last
+#    forced full), its init, YaRN on the full layers, exported by its save_hf_model (which writes
+#    max_position_embeddings -1); replica loads that directory as written;
 #  - --z-loss without --grads, with --against, or negative: exit 2 naming the flag.
 # Bounds (docs/crosscheck.md "OLMo-core model"): two correct float32 computations of these cases
 # land ~1e-14 (tiny) / ~3e-8 (T = 2048: OLMo-core's float32 RoPE angles) apart in KL, ~1e-6 in
@@ -19,6 +22,7 @@ REF=$ROOT/tests/data/reference/olmo_core_model
 case_dir() {
   case $1 in
     bytes-mqa-2048) echo "$ROOT/tests/data/long/$1" ;;
+    olmo-core-native) echo "$REF/$1" ;;
     *) echo "$ROOT/tests/data/olmo3/$1" ;;
   esac
 }
@@ -53,7 +57,7 @@ with open(sys.argv[1], "rb") as f:
 PY
 }
 
-for c in tiny-mha tiny-gqa tiny-yarn bytes-mqa-2048; do
+for c in tiny-mha tiny-gqa tiny-yarn bytes-mqa-2048 olmo-core-native; do
   dump=$REF/$c.safetensors
   if [ ! -f "$dump" ]; then check "$c: committed dump $dump present" false; continue; fi
   kl=1e-11 kl_mean=1e-12
@@ -66,7 +70,7 @@ for c in tiny-mha tiny-gqa tiny-yarn bytes-mqa-2048; do
   check "$c: replica vs OLMo-core: $msg" '[ -z "$msg" ]'
 done
 
-for c in tiny-mha tiny-yarn; do
+for c in tiny-mha tiny-yarn olmo-core-native; do
   dump=$REF/$c.safetensors
   check "$c: dump's gradients are of z_loss_multiplier 1e-05" '[ "$(z_multiplier "$dump")" = 1e-05 ]'
   "$BIN" parity --model "$(case_dir $c)" --reference "$dump" --grads --z-loss 1e-5 \

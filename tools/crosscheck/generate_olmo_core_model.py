@@ -5,7 +5,9 @@
 One <case>.safetensors per parity case (olmo_core_model.CASES): OLMo-core's logits, its train
 module's CE (`loss`) and mean lse² (`z_loss`) on the case's io batch, and for the cases in
 GRAD_CASES the gradients of the train module's objective CE + 1e-5·z-loss (`grad.*`); the other
-cases carry no gradients, to keep the folder under 8 MB. Plus VERSIONS.json and README.md.
+cases carry no gradients, to keep the folder under 8 MB. And the case OLMo-core makes alone
+(olmo_core_model.run_native): its export by save_hf_model in olmo-core-native/ and its dump, with
+gradients, in olmo-core-native.safetensors. Plus VERSIONS.json; README.md is written by hand.
 tests/cli/reference_olmo_core.sh checks replica against these; check_olmo_core_model.py
 regenerates them and compares.
 """
@@ -31,6 +33,11 @@ def main():
         path = os.path.join(args.out, f"{name}.safetensors")
         common.write_safetensors(path, tensors, meta)
         common.log(f"wrote {path} ({os.path.getsize(path):,} bytes)")
+    r = ocm.run_native(os.path.join(args.out, ocm.NATIVE))
+    tensors, meta = ocm.dump_tensors(r, grads=True)
+    path = os.path.join(args.out, f"{ocm.NATIVE}.safetensors")
+    common.write_safetensors(path, tensors, meta)
+    common.log(f"wrote {path} ({os.path.getsize(path):,} bytes) and its model directory")
     common.write_versions(args.out, "tools/crosscheck/generate_olmo_core_model.py --out "
                           + os.path.relpath(args.out, common.REPO))
 

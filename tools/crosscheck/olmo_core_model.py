@@ -93,28 +93,50 @@ def sliding_window_config(hf, path="config.json"):
     raise AssertionError("the explicit pattern reproduces any layer_types")
 
 
-def yarn_scaling(hf, path="config.json"):
-    """OLMo-core's YaRNRoPEScalingConfig for `hf`'s rope scaling (legacy `rope_scaling` or
-    `rope_parameters`), None for plain RoPE."""
+def rope_by_layer_type(hf):
+    """{"sliding_attention": {...}, "full_attention": {...}}: each layer type's RoPE settings as
+    the config's spelling means them (docs/formats.md): legacy top-level rope_theta (default
+    10000) for every layer with rope_scaling on the full-attention layers; rope_parameters per
+    layer type as written; one flat rope_parameters object: its theta for every layer, its scaling
+    on the full-attention layers (Olmo 3 never scales its sliding layers)."""
+    rp = hf.get("rope_parameters")
+    if isinstance(rp, dict) and ("full_attention" in rp or "sliding_attention" in rp):
+        return {k: dict(rp.get(k) or {"rope_type": "default"})
+                for k in ("sliding_attention", "full_attention")}
+    if isinstance(rp, dict):
+        theta, scaling = rp.get("rope_theta", hf.get("rope_theta", 10000.0)), dict(rp)
+    else:
+        theta, scaling = hf.get("rope_theta", 10000.0), dict(hf.get("rope_scaling") or {})
+    scaling.pop("rope_theta", None)
+    if "type" in scaling and "rope_type" not in scaling:
+        scaling["rope_type"] = scaling.pop("type")
+    scaling.setdefault("rope_type", "default")
+    return {"sliding_attention": {"rope_type": "default", "rope_theta": theta},
+            "full_attention": dict(scaling, rope_theta=theta)}
+
+
+def yarn_scaling(rs, path="config.json", where="rope_parameters.full_attention"):
+    """OLMo-core's YaRNRoPEScalingConfig for one layer type's RoPE settings `rs`
+    (rope_by_layer_type), None for plain RoPE."""
     from olmo_core.nn.rope import YaRNRoPEScalingConfig
-    rs = hf.get("rope_scaling") or hf.get("rope_parameters")
-    if not rs or rs.get("rope_type", rs.get("type")) in (None, "default"):
+    kind = rs.get("rope_type", "default")
+    if kind == "default":
         return None
-    if rs.get("rope_type", rs.get("type")) != "yarn":
-        _refuse(path, "rope_scaling.rope_type", f"{rs.get('rope_type')!r} (only yarn is mapped)")
+    if kind != "yarn":
+        _refuse(path, f"{where}.rope_type", f"{kind!r} (only yarn is mapped)")
     factor = float(rs["factor"])
     default_m = 0.1 * math.log(factor) + 1.0
     if rs.get("attention_factor") is not None and abs(rs["attention_factor"] - default_m) > 1e-12:
-        _refuse(path, "rope_scaling.attention_factor",
+        _refuse(path, f"{where}.attention_factor",
                 f"{rs['attention_factor']} (OLMo-core always uses 0.1 ln(factor) + 1 = {default_m})")
     if rs.get("truncate", True) is not True:
-        _refuse(path, "rope_scaling.truncate", "false (OLMo-core always floors/ceils the ramp)")
+        _refuse(path, f"{where}.truncate", "false (OLMo-core always floors/ceils the ramp)")
     if rs.get("mscale") or rs.get("mscale_all_dim"):
-        _refuse(path, "rope_scaling.mscale", "set (OLMo-core has no mscale)")
+        _refuse(path, f"{where}.mscale", "set (OLMo-core has no mscale)")
     beta_fast, beta_slow = rs.get("beta_fast", 32), rs.get("beta_slow", 1)
     for name, b in (("beta_fast", beta_fast), ("beta_slow", beta_slow)):
         if float(b) != int(b):
-            _refuse(path, f"rope_scaling.{name}", f"{b} is not an integer (OLMo-core's is an int)")
+            _refuse(path, f"{where}.{name}", f"{b} is not an integer (OLMo-core's is an int)")
     return YaRNRoPEScalingConfig(factor=factor, beta_fast=int(beta_fast),
                                  beta_slow=int(beta_slow),
                                  old_context_len=int(rs["original_max_position_embeddings"]))
@@ -131,9 +153,15 @@ def transformer_config(hf, path="config.json"):
         _refuse(path, "hidden_act", repr(hf.get("hidden_act")))
     if hf.get("attention_bias", False):
         _refuse(path, "attention_bias", "true")
-    theta = hf.get("rope_theta")
-    if theta is None:
-        theta = (hf.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+    rope = rope_by_layer_type(hf)
+    theta = rope["full_attention"]["rope_theta"]
+    if float(rope["sliding_attention"]["rope_theta"]) != float(theta):
+        _refuse(path, "rope_parameters.sliding_attention.rope_theta",
+                f"{rope['sliding_attention']['rope_theta']} differs from the full-attention "
+                f"layers' {theta} (OLMo-core has one theta for every layer)")
+    if rope["sliding_attention"].get("rope_type", "default") != "default":
+        _refuse(path, "rope_parameters.sliding_attention.rope_type",
+                "not 'default' (Olmo 3 scales the full-attention layers only)")
     if float(theta) != int(theta):
         _refuse(path, "rope_theta", f"{theta} is not an integer (OLMo-core's theta is an int)")
     D, H = hf["hidden_size"], hf["num_attention_heads"]
@@ -166,7 +194,7 @@ def transformer_config(hf, path="config.json"):
         lm_head=dataclasses.replace(config.lm_head, layer_norm=dataclasses.replace(
             config.lm_head.layer_norm, eps=eps)),
         tie_word_embeddings=bool(hf.get("tie_word_embeddings", False)))
-    yarn = yarn_scaling(hf, path)
+    yarn = yarn_scaling(rope["full_attention"], path)
     if yarn is not None:  # as the official long-context script: full-attention layers only
         config = config.with_rope_scaling(yarn)
     return config, {"sliding_window": which, "yarn": yarn is not None}
@@ -306,25 +334,90 @@ def _rope_math(rp, default_theta):
     return out
 
 
-MATH_FIELDS = ["vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-               "num_attention_heads", "num_key_value_heads", "hidden_act", "attention_bias",
-               "rms_norm_eps", "sliding_window", "layer_types", "tie_word_embeddings"]
+def _yarn_of(rs):
+    """The YaRN numbers of one layer type's RoPE settings (attention factor resolved), or None."""
+    if rs.get("rope_type", "default") != "yarn":
+        return None
+    f = float(rs["factor"])
+    return {"factor": f, "original_max_position_embeddings": int(rs["original_max_position_embeddings"]),
+            "beta_fast": float(rs.get("beta_fast", 32)), "beta_slow": float(rs.get("beta_slow", 1)),
+            "attention_factor": float(rs.get("attention_factor") or 0.1 * math.log(f) + 1.0)}
 
 
-def hf_config_differences(model, pretrained):
-    """Fields that change the math where OLMo-core's own HF description of the built model
-    (olmo_core.nn.hf.config.get_hf_config) differs from the case's config ([] when none)."""
-    from olmo_core.nn.hf.config import get_hf_config
-    mine, theirs = get_hf_config(model).to_dict(), pretrained.to_dict()
-    diffs = [f for f in MATH_FIELDS if mine.get(f) != theirs.get(f)]
-    kinds = sorted(set((mine.get("rope_parameters") or {}).keys())
-                   | set((theirs.get("rope_parameters") or {}).keys()))
-    for kind in kinds:
-        a = _rope_math((mine.get("rope_parameters") or {}).get(kind), 10000.0)
-        b = _rope_math((theirs.get("rope_parameters") or {}).get(kind), 10000.0)
-        if a != b:
-            diffs.append(f"rope_parameters.{kind}")
+def model_differences(model, hf):
+    """Where the model OLMo-core built (read from its modules: per layer the window, RoPE theta and
+    YaRN, heads, head dim, norm eps; the widths) differs from what config.json `hf` says ([] when
+    nowhere): the proof that its builder made the case's model."""
+    n = hf["num_hidden_layers"]
+    rope = rope_by_layer_type(hf)
+    types = hf.get("layer_types") or ["full_attention" if (i + 1) % 4 == 0
+                                      else "sliding_attention" for i in range(n)]
+    H = hf["num_attention_heads"]
+    want_hd = hf.get("head_dim") or hf["hidden_size"] // H
+    diffs = []
+
+    def same(what, got, want):
+        if got != want:
+            diffs.append(f"{what}: {got} (config.json: {want})")
+
+    same("d_model", model.d_model, hf["hidden_size"])
+    same("vocab_size", model.vocab_size, hf["vocab_size"])
+    same("n_layers", model.n_layers, n)
+    same("tie_word_embeddings", bool(model.tie_word_embeddings),
+         bool(hf.get("tie_word_embeddings", False)))
+    same("lm_head.norm.eps", model.lm_head.norm.eps, hf["rms_norm_eps"])
+    for i, block in enumerate(model.blocks.values()):
+        a = block.attention
+        window = a.backend.window_size
+        kind = types[i]
+        same(f"block {i} window", window[0] + 1 if window != (-1, -1) else "full",
+             hf.get("sliding_window") if kind == "sliding_attention" else "full")
+        same(f"block {i} n_heads", a.n_heads, H)
+        same(f"block {i} n_kv_heads", a.n_kv_heads, hf.get("num_key_value_heads") or H)
+        same(f"block {i} head_dim", a.head_dim, want_hd)
+        same(f"block {i} rope theta", float(a.rope.theta), float(rope[kind]["rope_theta"]))
+        got_yarn = (None if a.rope.scaling is None
+                    else _yarn_of(a.rope.scaling.to_hf_config()))
+        same(f"block {i} rope scaling", got_yarn, _yarn_of(rope[kind]))
+        same(f"block {i} mlp hidden", block.feed_forward.w1.out_features,
+             hf["intermediate_size"])
+        for norm in ("attention_norm", "feed_forward_norm"):
+            same(f"block {i} {norm}.eps", getattr(block, norm).eps, hf["rms_norm_eps"])
+        for norm in ("q_norm", "k_norm"):
+            same(f"block {i} {norm}.eps", getattr(a, norm).eps, hf["rms_norm_eps"])
     return diffs
+
+
+EXPORT_FIELDS = ["vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                 "num_attention_heads", "num_key_value_heads", "rms_norm_eps", "sliding_window",
+                 "layer_types", "tie_word_embeddings"]
+TRANSFORMERS_DEFAULT_THETA = 500000.0  # Olmo3Config.default_theta
+
+
+def export_differences(model, hf):
+    """Where OLMo-core's HF description of the built model (olmo_core.nn.hf.config.get_hf_config,
+    what its save_hf_model writes) differs from config.json `hf` on the fields of the math, as
+    [(field, exported, config.json)]."""
+    from olmo_core.nn.hf.config import get_hf_config
+    mine = json.loads(get_hf_config(model).to_json_string())
+    diffs = [(f, mine.get(f), hf.get(f)) for f in EXPORT_FIELDS
+             if f in hf and mine.get(f) != hf.get(f)]
+    a, b = rope_by_layer_type(mine), rope_by_layer_type(hf)
+    for kind in ("sliding_attention", "full_attention"):
+        if float(a[kind]["rope_theta"]) != float(b[kind]["rope_theta"]):
+            diffs.append((f"rope_parameters.{kind}.rope_theta", a[kind]["rope_theta"],
+                          b[kind]["rope_theta"]))
+        if _yarn_of(a[kind]) != _yarn_of(b[kind]):
+            diffs.append((f"rope_parameters.{kind} (YaRN)", _yarn_of(a[kind]), _yarn_of(b[kind])))
+    return diffs
+
+
+def known_export_misreading(diffs):
+    """True when every difference is transformers 5.x's: OLMo-core's get_hf_config passes the model's
+    theta as the legacy rope_theta keyword, Olmo3Config pops it for the full-attention layers and
+    gives the sliding ones its default 500000."""
+    return all(f == "rope_parameters.sliding_attention.rope_theta"
+               and float(got) == TRANSFORMERS_DEFAULT_THETA for f, got, _ in diffs)
 
 
 def run_case(case_dir, *, ce_grads=True):
@@ -370,3 +463,69 @@ def dump_tensors(result, *, grads):
             "olmo_core_config": json.dumps(result["case"].config.as_config_dict()),
             "torch_threads": str(torch.get_num_threads())}
     return t, meta
+
+
+# --- a case made by OLMo-core alone: its builder, its init, its HF export ------------------------
+
+NATIVE = "olmo-core-native"
+# θ = 500000 as every official Olmo 3: with another θ OLMo-core's HF export is wrong under
+# transformers 5.x (known_export_misreading), and replica reads the export as written.
+NATIVE_SHAPE = dict(vocab_size=256, d_model=32, n_layers=6, n_heads=2, n_kv_heads=1,
+                    hidden_size=96, window=12, rope_theta=500000, batch=2, seq_len=96,
+                    yarn=dict(factor=4.0, beta_fast=32, beta_slow=1, old_context_len=64),
+                    init_seed=1234, data_seed=20261202)
+
+
+def native_config(shape=NATIVE_SHAPE):
+    """An Olmo 3 as the official scripts build one, at test size: olmo3_7B's builder (its default
+    3:1 windows with the last layer forced full: S S S F S F for 6 layers), its width and MLP set
+    on the built config, YaRN on the full layers by with_rope_scaling, OLMo-core's init seed."""
+    from olmo_core.nn.attention import AttentionBackendName, SlidingWindowAttentionConfig
+    from olmo_core.nn.rope import YaRNRoPEScalingConfig
+    from olmo_core.nn.transformer import TransformerConfig
+    w = shape["window"]
+    config = TransformerConfig.olmo3_7B(
+        vocab_size=shape["vocab_size"], n_layers=shape["n_layers"], n_heads=shape["n_heads"],
+        n_kv_heads=shape["n_kv_heads"], rope_theta=shape["rope_theta"],
+        attn_backend=AttentionBackendName.torch,
+        sliding_window=SlidingWindowAttentionConfig(
+            pattern=[w, w, w, -1], force_full_attention_on_first_layer=False,
+            force_full_attention_on_last_layer=True))
+    block = dataclasses.replace(config.block, feed_forward=dataclasses.replace(
+        config.block.feed_forward, hidden_size=shape["hidden_size"]))
+    config = dataclasses.replace(config, d_model=shape["d_model"], block=block,
+                                 init_seed=shape["init_seed"])
+    return config.with_rope_scaling(YaRNRoPEScalingConfig(**shape["yarn"]))
+
+
+def run_native(out_dir, shape=NATIVE_SHAPE):
+    """Builds native_config() with OLMo-core's train module (which initialises the weights),
+    exports it with OLMo-core's save_hf_model into out_dir (what replica then loads), and runs the
+    train module's train_batch on seeded uniform tokens with the labels it makes itself
+    (get_labels: next tokens, the last ignored). Returns run_case's dict (no truth)."""
+    import torch
+    from olmo_core.data.utils import get_labels
+    from olmo_core.nn.hf.checkpoint import save_hf_model
+    quiet()
+    config = native_config(shape)
+    model = config.build(init_device="cpu")
+    B, T = shape["batch"], shape["seq_len"]
+    tm = train_module(model, batch_tokens=B * T, seq_len=T)
+    save_hf_model(out_dir, model.state_dict(), model, save_overwrite=True)
+    case = Case(out_dir)  # the export, read back as any HF directory (its own config's math)
+    ids = np.random.default_rng(shape["data_seed"]).integers(
+        0, shape["vocab_size"], size=(B, T), dtype=np.int64)
+    labels = get_labels({"input_ids": torch.as_tensor(ids)}).numpy()
+    out = {"case": case, "truth": None, "input_ids": ids, "labels": labels,
+           "logits": logits_of(model, ids), "model": model}
+    obj = train_batch(tm, case.pretrained, ids, labels)
+    out.update(ce_loss=obj["ce_loss"], z_loss=obj["z_loss"], label_tokens=obj["label_tokens"],
+               grads=obj["grads"])
+    return out
+
+
+def logits_of(model, input_ids):
+    import torch
+    model.eval()
+    with torch.no_grad():
+        return model(torch.as_tensor(input_ids, dtype=torch.long)).float().numpy()
