@@ -1047,10 +1047,15 @@ void Importer::DataLoader(const json& j, const std::string& path) {
     r_.global_batch_tokens.Set(*v, o.At("global_batch_size"));
   else
     Refuse(o.At("global_batch_size"), "missing");
-  if (auto v = o.Int("seed"))
+  if (auto v = o.Int("seed")) {
     r_.data_seed.Set(*v, o.At("seed"));
-  else
+    if (*v < 0)
+      Refuse(o.At("seed"), fmt::format("{} is negative; OLMo-core's shuffle (numpy's PCG64 seeded "
+                                       "with seed + epoch) refuses negative seeds",
+                                       *v));
+  } else {
     Refuse(o.At("seed"), "missing");
+  }
   const char* workers =
       "loader workers take whole batches round-robin; the order does not depend "
       "on them";
