@@ -21,7 +21,7 @@ import generate_data_order as G  # noqa: E402
 import data_order_replica as R  # noqa: E402
 import json  # noqa: E402
 
-AREA = "data order"
+AREA = "data_order"
 COMMITTED = os.path.join(common.REPO, "tests", "data", "reference", "data_order")
 
 
@@ -31,7 +31,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--regen-only", action="store_true")
     a = ap.parse_args()
-    work = os.path.join(a.work, "data_order")
+    work = os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
     t0 = time.time()
     files = R.make_token_files(a.replica, os.path.join(work, "tokens"))

@@ -189,7 +189,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--regen-only", action="store_true")
     a = ap.parse_args()
-    work = os.path.join(a.work, AREA)
+    work = os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
     t0 = time.time()
     hf = T.load_hf()

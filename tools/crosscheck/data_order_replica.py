@@ -58,6 +58,7 @@ def stem(path):
 def make_token_files(replica, out_dir):
     """`replica tokenize` of INPUTS for each token set into out_dir/<set>/; {set: {stem: path}}."""
     files = {}
+    out_dir = os.path.abspath(out_dir)
     for name, s in TOKEN_SETS.items():
         d = os.path.join(out_dir, name)
         shutil.rmtree(d, ignore_errors=True)
@@ -234,6 +235,7 @@ def main():
     ap.add_argument("--reference", required=True, help="tests/data/reference/data_order")
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
+    a.work = os.path.abspath(a.work)
     os.makedirs(a.work, exist_ok=True)
     with open(os.path.join(a.reference, "olmo_core.json"), encoding="utf-8") as f:
         ref = json.load(f)
