@@ -141,7 +141,8 @@ def regen_rows(work, figures):
             continue
         b = common.read_safetensors(cpath)
         now, then = figures[case]["fp32"], committed_figs[case]["fp32"]
-        same_inputs = (a["input_ids"] == b["input_ids"]).all() and (a["labels"] == b["labels"]).all()
+        same_inputs = ((a["input_ids"] == b["input_ids"]).all()
+                       and (a["labels"] == b["labels"]).all())
         common.emit(AREA, case, "regenerated vs committed: input_ids, labels",
                     "identical" if same_inputs else "differ", "identical", bool(same_inputs))
         d = float(abs(a["logits"].astype("float64") - b["logits"].astype("float64")).max())
