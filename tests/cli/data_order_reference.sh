@@ -16,4 +16,21 @@ python3 "$ROOT/tools/crosscheck/data_order_replica.py" --replica "$BIN" \
   --reference "$ROOT/tests/data/reference/data_order" --work "$tmp" > "$tmp/out.txt" 2>&1 ||
   { grep -v "^ok " "$tmp/out.txt"; fail=1; }
 grep -c "^ok " "$tmp/out.txt" | sed 's/$/ comparisons identical/'
+
+# --dump-batches into a place that cannot be a directory: exit 2 naming it, no run directory.
+printf 'x' > "$tmp/not-a-dir"
+cat > "$tmp/bad.yaml" <<YAML
+model: {vocab_size: 265, hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1,
+        num_attention_heads: 2, num_key_value_heads: 1, rms_norm_eps: 1.0e-6, rope_theta: 10000,
+        sliding_window: 8, eos_token_id: 263, pad_token_id: 264}
+data: {paths: [$tmp/tokens/u16/dolma2-public.npy], seq_len: 16, seed: 1, dtype: uint16}
+train: {max_steps: 1, global_batch_instances: 2, threads: 1}
+optim: {lr: 1.0e-3}
+YAML
+"$BIN" train "$tmp/bad.yaml" --run-dir "$tmp/badrun" --dump-batches "$tmp/not-a-dir/sub" --quiet \
+  > /dev/null 2> "$tmp/bad.err"
+rc=$?
+check "--dump-batches into a file: exit 2 (got $rc)" '[ $rc -eq 2 ]'
+check "--dump-batches error names the path: $(cat "$tmp/bad.err")" 'grep -q "not-a-dir/sub" "$tmp/bad.err"'
+check "--dump-batches error leaves no run directory" '[ ! -e "$tmp/badrun" ]'
 cli_finish
