@@ -968,6 +968,13 @@ void Importer::Dataset(const json& j, const std::string& path) {
     else
       Refuse(o.At("dtype"), fmt::format("'{}': replica reads uint16 or uint32 token files", *v));
   }
+  // Without a dtype OLMo-core's NumpyDatasetConfig.get_dtype picks the smallest unsigned type
+  // that holds vocab_size - 1, uint8 for at most 256 ids, which replica cannot read.
+  if (!r_.dtype.set && r_.tok_vocab.set && r_.tok_vocab.value <= 256)
+    Refuse(r_.tok_vocab.path,
+           fmt::format("{} ids and no dataset.dtype: OLMo-core reads such token files as uint8 "
+                       "(NumpyDatasetConfig.get_dtype); replica reads uint16 or uint32 only",
+                       r_.tok_vocab.value));
   o.Allow("generate_doc_lengths", {false},
           "intra-document masking (attention limited to each document) is not implemented in "
           "replica");

@@ -313,6 +313,11 @@ TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {
       {[](json& j) { j["data_loader"]["global_batch_size"] = 8192 * 512 + 1; },
        "data_loader.global_batch_size"},
       {[](json& j) { j["data_loader"]["seed"] = -1; }, "data_loader.seed"},
+      {[](json& j) {
+         j["dataset"]["tokenizer"]["vocab_size"] = 256;
+         j["dataset"].erase("dtype");
+       },
+       "dataset.tokenizer.vocab_size"},
   };
   for (const Case& c : cases) {
     json j = Stage("pretrain-1");
