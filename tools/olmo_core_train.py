@@ -44,6 +44,8 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--save-interval", type=int, default=30)
     ap.add_argument("--resume-from", help="an OLMo-core checkpoint directory (ckpt/stepN)")
+    ap.add_argument("--micro-batch-instances", type=int, default=4,
+                    help="instances per rank micro-batch (rank_microbatch_size / 128)")
     ap.add_argument("--vocab-size", type=int, default=384)
     ap.add_argument("--eos-id", type=int, default=0)
     ap.add_argument("--pad-id", type=int, default=1)
@@ -54,7 +56,6 @@ def parse_args():
 
 SEQ_LEN = 128
 GLOBAL_BATCH_INSTANCES = 8
-MICRO_BATCH_INSTANCES = 4
 LR = 1e-3
 WARMUP = 10
 DATA_SEED = 34521
@@ -106,7 +107,7 @@ def build_config(args):
             name=DataParallelType.fsdp, param_dtype=DType.bfloat16, reduce_dtype=DType.float32,
             wrapping_strategy=TransformerDataParallelWrappingStrategy.blocks)
     train_module = TransformerTrainModuleConfig(
-        rank_microbatch_size=MICRO_BATCH_INSTANCES * SEQ_LEN,
+        rank_microbatch_size=args.micro_batch_instances * SEQ_LEN,
         max_sequence_length=SEQ_LEN,
         optim=SkipStepAdamWConfig(
             lr=LR, weight_decay=0.1, betas=(0.9, 0.95), rolling_interval_length=20,

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""OLMo-core trains, replica follows, checked live (the reference venv's python, from the
+repository root):
+
+    check_olmo_core_run.py --replica build/replica --work WORKDIR [--regen-only]
+
+Runs OLMo-core's own trainer (tools/olmo_core_train.py) in fp32, in fp32 under a perturbation that
+changes only rounding (another ATEN_CPU_CAPABILITY), resumed from its step-30 checkpoint, and in
+bf16 (plain and perturbed); reads its step-0 and step-30 checkpoints into replica checkpoints
+(tools/olmo_core_checkpoint.py); runs `replica train <OLMo-core's config.json>` from them. Rows
+(docs/crosscheck.md's interface), area "olmo_core_run":
+
+  fp32 / bf16   replica's per-step loss, grad norm, lr against OLMo-core's, each step's |difference|
+                held to OLMo-core's self-envelope at that step (the running maximum of
+                |OLMo-core - OLMo-core perturbed|); the skipped steps; that the perturbation moved
+                anything at all
+  resume        replica resumed from OLMo-core's step-30 checkpoint against OLMo-core resumed from
+                it (steps 31..60), held to the same envelope; and against the straight run, next
+                to OLMo-core's own resume
+  checkpoint    the replica checkpoint holds OLMo-core's tensors bit for bit; bad DCP directories
+                exit 2 naming the file, with nothing written
+  regenerated   this run's OLMo-core metrics and step-0 weights against the committed fixture
+                (tests/data/reference/olmo_core_run), within the committed envelope
+
+--regen-only: the OLMo-core runs and the "regenerated vs committed" rows only.
+"""
+import argparse
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import olmo_core_follow as f  # noqa: E402
+from common import emit, log, read_safetensors  # noqa: E402
+
+AREA = "olmo_core_run"
+
+
+def envelope_rows(case, label, d, bnd, steps, perturbation):
+    for q in ("loss", "ce_loss", "grad_norm"):
+        worst = max(range(len(steps)), key=lambda i: d[q][i] - bnd[q][i])
+        outside = [steps[i] for i in range(len(steps)) if d[q][i] > bnd[q][i]]
+        emit(AREA, case, f"{label} {q}: largest |diff| - bound (step {steps[worst]}; "
+             f"|diff| {d[q][worst]:.3g}, bound {bnd[q][worst]:.3g}; steps outside: "
+             f"{len(outside)}{' ' + str(outside[:8]) if outside else ''})",
+             d[q][worst] - bnd[q][worst],
+             f"<= 0 at each of {len(steps)} steps (OLMo-core's envelope vs itself under "
+             f"{perturbation}, running max, + half a float32 ulp of its value)", not outside)
+
+
+def lr_row(case, label, a, b, steps):
+    worst = max(steps, key=lambda s: abs(a[s]["lr"] - b[s]["lr"]) / f.lr_bound(b[s]["lr"]))
+    ratio = abs(a[worst]["lr"] - b[worst]["lr"]) / f.lr_bound(b[worst]["lr"])
+    emit(AREA, case, f"{label} lr: largest |diff| in units of 4 ulp (step {worst})", ratio,
+         "<= 1 (lr is a function of the step)", ratio <= 1)
+
+
+def skipped_row(case, label, a, b, steps):
+    sa = [s for s in steps if a[s]["skipped"]]
+    sb = [s for s in steps if b[s]["skipped"]]
+    emit(AREA, case, f"{label} skipped steps (replica {sa}, OLMo-core {sb})",
+         "identical" if sa == sb else "differ", "identical", sa == sb)
+
+
+def checkpoint_rows(replica, step_dir, ckpt_dir):
+    """The replica checkpoint against OLMo-core's DCP tensors, through OLMo-core's own HF
+    names."""
+    import torch
+    from olmo_core.distributed.checkpoint import load_state_dict
+    from olmo_core.nn.hf.config import get_hf_config
+    from olmo_core.nn.hf.convert import convert_state_to_hf
+    from olmo_core.nn.transformer import TransformerConfig
+
+    with open(os.path.join(step_dir, "config.json"), encoding="utf-8") as cf:
+        config = json.load(cf)
+    model = TransformerConfig.from_dict(config["model"]).build(init_device="meta")
+    names = [n for n, _ in model.named_parameters()]
+    sd = {}
+    for n, p in model.named_parameters():
+        sd[f"model.{n}"] = torch.empty(p.shape)
+        sd[f"optim.state.{n}.exp_avg"] = torch.empty(p.shape)
+        sd[f"optim.state.{n}.exp_avg_sq"] = torch.empty(p.shape)
+    load_state_dict(os.path.join(step_dir, "model_and_optim"), sd)
+    hf = get_hf_config(model)
+    params = read_safetensors(os.path.join(ckpt_dir, "model.safetensors"))
+    optim = read_safetensors(os.path.join(ckpt_dir, "optim.safetensors"))
+    for label, key, got, prefix in (("weights", "model.{}", params, ""),
+                                    ("AdamW m", "optim.state.{}.exp_avg", optim, "m."),
+                                    ("AdamW v", "optim.state.{}.exp_avg_sq", optim, "v.")):
+        want = convert_state_to_hf(hf, {n: sd[key.format(n)] for n in names})
+        bad = [k for k, t in want.items() if not np.array_equal(got[prefix + k], t.numpy())]
+        emit(AREA, "checkpoint", f"{label} of {os.path.basename(step_dir)}: tensors not "
+             f"bit-equal to OLMo-core's ({len(want)} tensors)", len(bad), "== 0", not bad)
+    with open(os.path.join(ckpt_dir, "state.json"), encoding="utf-8") as sf:
+        st = json.load(sf)
+    train = torch.load(os.path.join(step_dir, "train", "rank0.pt"), weights_only=False)
+    same = (st["step"] == train["global_step"] and
+            st["loader"]["batches_processed"] == train["data_loader"]["batches_processed"] and
+            st["tokens"] == train["global_train_tokens_seen"])
+    emit(AREA, "checkpoint", f"trainer state of {os.path.basename(step_dir)}: step "
+         f"{st['step']}, batches {st['loader']['batches_processed']}, tokens {st['tokens']}, "
+         f"adam step {st['adam_step']}", "identical" if same else "differ",
+         "OLMo-core's global_step, batches_processed, tokens", same)
+
+
+def bad_input_rows(replica, step_dir, work):
+    """A missing .distcp, a truncated one, a .metadata naming a tensor the files lack."""
+    from olmo_core.distributed.checkpoint import get_checkpoint_metadata
+
+    base = os.path.join(work, "bad_input")
+    shutil.rmtree(base, ignore_errors=True)
+    cases = []
+
+    def variant(name):
+        d = os.path.join(base, name)
+        shutil.copytree(step_dir, d)
+        return d, os.path.join(d, "model_and_optim")
+
+    d, m = variant("missing")
+    victim = sorted(x for x in os.listdir(m) if x.endswith(".distcp"))[-1]
+    os.remove(os.path.join(m, victim))
+    cases.append(("a missing .distcp", d, victim))
+    d, m = variant("truncated")
+    victim = sorted(x for x in os.listdir(m) if x.endswith(".distcp"))[0]
+    path = os.path.join(m, victim)
+    with open(path, "r+b") as fh:
+        fh.truncate(os.path.getsize(path) // 2)
+    cases.append(("a truncated .distcp", d, victim))
+    d, m = variant("metadata")
+    md = get_checkpoint_metadata(m)
+    key = next(k for k in md.storage_data if k.fqn == "model.embeddings.weight")
+    info = md.storage_data[key]
+    md.storage_data[key] = type(info)(relative_path="__9_9.distcp", offset=info.offset,
+                                      length=info.length)
+    with open(os.path.join(m, ".metadata"), "wb") as fh:
+        pickle.dump(md, fh)
+    cases.append((".metadata naming a tensor the files lack", d, "__9_9.distcp"))
+    for what, d, named in cases:
+        out = os.path.join(base, "out-" + os.path.basename(d))
+        proc = subprocess.run([sys.executable, os.path.join(f.TOOLS, "olmo_core_checkpoint.py"),
+                               d, "--out", out, "--replica", replica],
+                              capture_output=True, text=True)
+        msg = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
+        ok = proc.returncode == 2 and named in msg and not os.path.exists(out) and not [
+            x for x in os.listdir(base) if x.startswith(".olmo-core-stage-")]
+        emit(AREA, "checkpoint", f"bad input, {what}: exit {proc.returncode}, message "
+             f"'{msg[:160]}'", proc.returncode, f"== 2, naming {named}, nothing written", ok)
+
+
+def regenerated_rows(r, cmp):
+    fix = f.FIXTURE
+    if not os.path.isdir(fix):
+        emit(AREA, "regenerated", "committed fixture present", "missing", fix, False)
+        return
+    for prec in [p for p in ("fp32", "bf16") if p in cmp]:
+        committed = f.read_jsonl_metrics(os.path.join(fix, f"olmo_core.{prec}.jsonl"))
+        bounds = {}
+        with open(os.path.join(fix, f"bounds.{prec}.tsv"), encoding="utf-8") as bf:
+            next(bf)
+            for line in bf:
+                col = line.split("\t")
+                bounds[int(col[0])] = {"loss": float(col[2]), "grad_norm": float(col[4])}
+        live = r["olmo_core"][prec]
+        steps = sorted(committed)
+        for q in ("loss", "grad_norm"):
+            outside = [s for s in steps if abs(live[s][q] - committed[s][q]) > bounds[s][q]]
+            worst = max(steps, key=lambda s: abs(live[s][q] - committed[s][q]))
+            emit(AREA, "regenerated", f"OLMo-core {prec} {q} regenerated vs committed: largest "
+                 f"|diff| (step {worst}; steps outside the committed envelope: {outside[:8]})",
+                 abs(live[worst][q] - committed[worst][q]),
+                 "within the committed envelope at each step", not outside)
+    got = read_safetensors(os.path.join(r["dirs"]["ckpt_fp32_step0"], "model.safetensors"))
+    want = read_safetensors(os.path.join(fix, "step0", "model.safetensors"))
+    worst = max(float(np.max(np.abs(got[k] - want[k]))) for k in want)
+    emit(AREA, "regenerated", "OLMo-core's step-0 weights (its own init) regenerated vs "
+         "committed: max |diff|", worst, "== 0 (seeded init)", worst == 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--replica", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--regen-only", action="store_true")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep OLMo-core runs already finished in WORKDIR (after a failure)")
+    args = ap.parse_args()
+    f.REUSE = args.reuse
+    replica = os.path.abspath(args.replica)
+    work = os.path.abspath(args.work)
+    tok = os.path.join(f.FIXTURE, "tokenizer.json")
+    r = f.run_all(replica, work, tok, follow=not args.regen_only)
+    cmp = f.comparisons(r)
+    regenerated_rows(r, cmp)
+    if args.regen_only:
+        return
+    for note in r["notes"]:
+        if "refused" in note:
+            emit(AREA, "config", f"replica takes OLMo-core's {os.path.basename(note['config'])} "
+                 f"as written (refused: {', '.join(note['refused'])}; compared without them, "
+                 "each at OLMo-core's default)", "refused", "accepted", False)
+        else:
+            emit(AREA, "config", f"replica computes {note['want']} from "
+                 f"{os.path.basename(note['config'])} (dp_config.param_dtype; it planned "
+                 f"{note['precision']}; compared with --set compute.precision={note['want']})",
+                 note["precision"], note["want"], False)
+    for prec in [p for p in ("fp32", "bf16") if p in cmp]:
+        c = cmp[prec]
+        steps = c["steps"]
+        worst = max(c["self"]["loss"])
+        emit(AREA, prec, f"OLMo-core vs itself under {r['perturbation']}: largest loss |diff| "
+             f"over {len(steps)} steps", worst, "> 0 (the perturbation changes rounding)",
+             worst > 0)
+        envelope_rows(prec, "replica vs OLMo-core", c["replica"], c["bound"], steps,
+                      r["perturbation"])
+        lr_row(prec, "replica vs OLMo-core", r["replica"][prec], r["olmo_core"][prec], steps)
+        skipped_row(prec, "replica vs OLMo-core", r["replica"][prec], r["olmo_core"][prec], steps)
+    if "bf16_budget" in cmp and "replica" in cmp["bf16_budget"]:
+        c = cmp["bf16_budget"]
+        envelope_rows("bf16", "replica bf16 vs OLMo-core fp32 (bf16's own budget)",
+                      c["replica"], c["bound"], c["steps"],
+                      "bf16: OLMo-core bf16 vs OLMo-core fp32")
+    c = cmp["resume"]
+    envelope_rows("resume", "replica resumed vs OLMo-core resumed (steps 31..60)",
+                  c["replica_resume_vs_olmo_core_resume"], c["bound"], c["steps"],
+                  r["perturbation"])
+    lr_row("resume", "replica resumed vs OLMo-core resumed", r["replica"]["fp32.resume"],
+           r["olmo_core"]["fp32.resume"], c["steps"])
+    skipped_row("resume", "replica resumed vs OLMo-core resumed", r["replica"]["fp32.resume"],
+                r["olmo_core"]["fp32.resume"], c["steps"])
+    oc = max(c["olmo_core_resume_vs_straight"]["loss"])
+    rp = max(c["replica_resume_vs_straight"]["loss"])
+    env = max(c["bound"]["loss"])
+    emit(AREA, "resume", f"against the straight run (steps 31..60): replica resumed, largest "
+         f"loss |diff| (OLMo-core resumed: {oc:.3g})", rp,
+         f"<= OLMo-core's own resume + bound ({oc:.3g} + {env:.3g})", rp <= oc + env)
+    checkpoint_rows(replica, os.path.join(r["dirs"]["fp32"], "ckpt", "step30"),
+                    r["dirs"]["ckpt_fp32_step30"])
+    bad_input_rows(replica, os.path.join(r["dirs"]["fp32"], "ckpt", "step30"), work)
+
+
+if __name__ == "__main__":
+    main()
