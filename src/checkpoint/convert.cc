@@ -192,7 +192,7 @@ ConvertResult Export(const ConvertOptions& o) {
   fs::create_directories(o.to, ec);
   Require(!ec, "{}: cannot create directory: {}", o.to, ec.message());
   r.files = writer.Write(o.to);
-  nlohmann::json hf = config.ToHfJson();
+  nlohmann::json hf = config.ToHfDirectoryJson();
   hf["torch_dtype"] = o.dtype == DType::kBF16 ? "bfloat16" : "float32";
   WriteFileAtomic((fs::path(o.to) / kConfigFile).string(), hf.dump(2) + "\n");
   r.files.push_back(kConfigFile);

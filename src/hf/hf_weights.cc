@@ -42,7 +42,7 @@ std::vector<std::string> SaveHfModel(const std::string& dir, const ModelConfig& 
     writer.AddF32(v.name, v.shape, params.data() + v.offset, dtype);
   }
   std::vector<std::string> files = writer.Write(dir);
-  nlohmann::json j = config.ToHfJson();
+  nlohmann::json j = config.ToHfDirectoryJson();
   j["torch_dtype"] = dtype == DType::kF32 ? "float32" : dtype == DType::kBF16 ? "bfloat16" : "float16";
   WriteFileAtomic((std::filesystem::path(dir) / "config.json").string(), j.dump(2) + "\n");
   files.push_back("config.json");

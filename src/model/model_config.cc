@@ -23,6 +23,8 @@ constexpr const char* kFull = "full_attention";
 class Fields {
  public:
   Fields(const json& j, const std::string& source) : j_(j), source_(source) {}
+  const json& object() const { return j_; }
+  bool Has(const char* key) const { return j_.contains(key); }
 
   const json* Find(const char* key) const {
     auto it = j_.find(key);
@@ -217,11 +219,42 @@ RopeParams PlainRope(double theta) {
 // RoPE settings from either spelling: top-level rope_theta + rope_scaling (legacy), or
 // rope_parameters, flat or keyed by layer type. With one set of settings for all layers the scaling
 // goes to the full-attention layers; sliding layers keep plain RoPE with the same theta.
+void ParseRope(const Fields& f, int64_t max_positions, ModelConfig& c);
+std::string RopeText(const RopeParams& p);
+
+// Both spellings at once: the legacy keys (rope_theta, rope_scaling) and rope_parameters keyed by
+// layer type, as ToHfJson writes a legacy config. Accepted when the two give every layer the same
+// RoPE; the legacy keys decide how the config is written back.
+void ParseLegacyBesidePerLayerType(const Fields& f, int64_t max_positions, ModelConfig& c) {
+  json legacy = f.object();
+  legacy.erase("rope_parameters");
+  json per_type = f.object();
+  per_type.erase("rope_scaling");
+  ModelConfig from_legacy, from_per_type;
+  ParseRope(Fields(legacy, f.source()), max_positions, from_legacy);
+  ParseRope(Fields(per_type, f.source()), max_positions, from_per_type);
+  if (!from_legacy.rope_full.SameMath(from_per_type.rope_full) ||
+      !from_legacy.rope_sliding.SameMath(from_per_type.rope_sliding))
+    Fail("{}: fields 'rope_theta'/'rope_scaling' and 'rope_parameters' give different RoPE "
+         "settings (full attention {} vs {}, sliding {} vs {}): give them in one spelling, or make "
+         "them agree",
+         f.source(), RopeText(from_legacy.rope_full), RopeText(from_per_type.rope_full),
+         RopeText(from_legacy.rope_sliding), RopeText(from_per_type.rope_sliding));
+  c.rope_spelling = RopeSpelling::kLegacy;
+  c.rope_full = from_legacy.rope_full;
+  c.rope_sliding = from_legacy.rope_sliding;
+}
+
 void ParseRope(const Fields& f, int64_t max_positions, ModelConfig& c) {
   std::optional<double> top;
   if (const json* t = f.Find("rope_theta")) top = f.AsPositiveNumber("rope_theta", *t);
   const json* scaling = f.Find("rope_scaling");
   const json* params = f.Find("rope_parameters");
+  const bool params_per_layer_type =
+      params && params->is_object() && (params->contains(kSliding) || params->contains(kFull));
+  // rope_theta with a "rope_scaling" key (null included) is the legacy spelling ToHfJson writes.
+  if ((scaling || (top && f.Has("rope_scaling"))) && params_per_layer_type)
+    return ParseLegacyBesidePerLayerType(f, max_positions, c);
   if (scaling && params)
     Fail("{}: fields 'rope_scaling' and 'rope_parameters' are both set: give the RoPE settings in "
          "one of them",
@@ -514,6 +547,18 @@ nlohmann::json ModelConfig::ToHfJson() const {
     j["layer_types"] = types;
   }
   j["torch_dtype"] = "float32";
+  return j;
+}
+
+json ModelConfig::ToHfDirectoryJson() const {
+  json j = ToHfJson();
+  // A legacy spelling gets the per-layer-type form beside it: transformers 5 reads a legacy
+  // rope_theta into the full-attention layers only and gives sliding layers its default theta
+  // (500000), so without it a model of another theta loads there as a different model. Both
+  // forms state the same RoPE, which FromHfJson checks when it reads them together.
+  if (model_type == "olmo3" && rope_spelling == RopeSpelling::kLegacy)
+    j["rope_parameters"] = {{kFull, RopeObjectJson(rope_full, true)},
+                            {kSliding, RopeObjectJson(rope_sliding, true)}};
   return j;
 }
 

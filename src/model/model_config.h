@@ -55,6 +55,9 @@ struct ModelConfig {
   static ModelConfig FromHfJson(const nlohmann::json& j, const std::string& source);
   static ModelConfig FromHfFile(const std::string& path);
   nlohmann::json ToHfJson() const;  // round-trips through FromHfJson
+  // config.json of a Hugging Face directory: ToHfJson, plus (legacy spelling) the same RoPE in
+  // transformers 5's per-layer-type rope_parameters; reads back to the same config.
+  nlohmann::json ToHfDirectoryJson() const;
 
   // Keys visible to query position i in layer l: min(i+1, W) on sliding layers, i+1 on full.
   int64_t Visible(int64_t layer, int64_t i) const;

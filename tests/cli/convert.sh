@@ -66,8 +66,8 @@ check "unknown dtype exits 2 (got $rc)" '[ $rc -eq 2 ]'
 YARN="$ROOT/tests/data/olmo3/tiny-yarn"
 "$BIN" convert --from "$YARN" --to "$tmp/yck" > /dev/null && "$BIN" convert --from "$tmp/yck" --to "$tmp/yhf" > /dev/null
 check "yarn checkpoint carries the scaling" 'jq -e ".rope_scaling.rope_type == \"yarn\"" "$tmp/yck/config.json" > /dev/null'
-check "yarn legacy spelling written back" \
-  'jq -e --slurpfile a "$YARN/config.json" ".rope_scaling == \$a[0].rope_scaling and .rope_theta == \$a[0].rope_theta and (has(\"rope_parameters\") | not)" "$tmp/yhf/config.json" > /dev/null'
+check "yarn legacy spelling written back, the per-layer-type form beside it" \
+  'jq -e --slurpfile a "$YARN/config.json" ".rope_scaling == \$a[0].rope_scaling and .rope_theta == \$a[0].rope_theta and .rope_parameters.full_attention.rope_type == \"yarn\" and .rope_parameters.sliding_attention.rope_theta == \$a[0].rope_theta" "$tmp/yhf/config.json" > /dev/null'
 mkdir -p "$tmp/ynest"
 cp "$YARN/model.safetensors" "$tmp/ynest/"
 jq '.rope_parameters = {full_attention: (.rope_scaling + {rope_theta: .rope_theta}), sliding_attention: {rope_type: "default", rope_theta: .rope_theta}} | del(.rope_scaling) | del(.rope_theta)' \

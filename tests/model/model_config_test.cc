@@ -235,6 +235,35 @@ TEST(ModelConfig, AllFullOlmo3NeedsNoWindow) {
   ExpectSame(ModelConfig::FromHfJson(c.ToHfJson(), "rt"), c);
 }
 
+// A plain-RoPE legacy config (theta other than transformers' default 500000) is written into an HF
+// directory with the per-layer-type rope_parameters beside rope_theta, every layer at its theta
+// (ToHfJson, which run configs hash, stays as read); both spellings together are read when they
+// agree and refused, naming the field, when they do not.
+TEST(ModelConfig, LegacyWrittenWithPerLayerTypeParameters) {
+  const ModelConfig legacy = FromEdit([](json& j) {
+    j.erase("rope_parameters");
+    j["rope_theta"] = 10000.0;
+    j["rope_scaling"] = nullptr;
+  });
+  ASSERT_EQ(legacy.rope_spelling, RopeSpelling::kLegacy);
+  EXPECT_FALSE(legacy.ToHfJson().contains("rope_parameters"));
+  const json out = legacy.ToHfDirectoryJson();
+  EXPECT_EQ(out["rope_theta"], 10000.0);
+  EXPECT_TRUE(out.contains("rope_scaling") && out["rope_scaling"].is_null());
+  const json plain = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  EXPECT_EQ(out["rope_parameters"], json({{"full_attention", plain}, {"sliding_attention", plain}}));
+  const ModelConfig back = ModelConfig::FromHfJson(out, "rt");
+  ExpectSame(back, legacy);
+  EXPECT_EQ(back.rope_spelling, RopeSpelling::kLegacy);
+  EXPECT_EQ(back.ToHfDirectoryJson(), out);
+
+  json contradicting = out;
+  contradicting["rope_parameters"]["sliding_attention"]["rope_theta"] = 500000.0;
+  EXPECT_THAT(ErrorOf([&] { ModelConfig::FromHfJson(contradicting, "cfg.json"); }),
+              AllOf(HasSubstr("cfg.json"), HasSubstr("'rope_parameters.sliding_attention.rope_theta'"),
+                    HasSubstr("contradicts")));
+}
+
 TEST(ModelConfig, RopeParameters) {
   auto flat = FromEdit([](json& j) {
     j.erase("rope_theta");
@@ -258,6 +287,7 @@ TEST(ModelConfig, RopeParameters) {
 
 // ---------------------------------------------------------------------------------------------
 // YaRN
+
 
 // The released Olmo-3-1025-7B rope settings (legacy spelling, attention_factor given).
 json Release7bRopeScaling() {
@@ -322,6 +352,19 @@ TEST(ModelConfig, TinyYarnTable) {
   EXPECT_THROW(c.RopeFor(4), Error);
 }
 
+// YaRN in both spellings: read when rope_scaling and rope_parameters.full_attention agree, refused
+// naming both when they give different settings.
+TEST(ModelConfig, YarnLegacyBesidePerLayerTypeMustAgree) {
+  const ModelConfig legacy = FromYarnEdit([](json&) {});
+  const json out = legacy.ToHfDirectoryJson();
+  ExpectSame(ModelConfig::FromHfJson(out, "rt"), legacy);
+  json contradicting = out;
+  contradicting["rope_parameters"]["full_attention"]["factor"] = 4.0;
+  EXPECT_THAT(ErrorOf([&] { ModelConfig::FromHfJson(contradicting, "cfg.json"); }),
+              AllOf(HasSubstr("cfg.json"), HasSubstr("'rope_theta'/'rope_scaling'"),
+                    HasSubstr("'rope_parameters'"), HasSubstr("factor 8"), HasSubstr("factor 4")));
+}
+
 // The same settings in all three spellings give the same per-layer RoPE, and each is written back
 // in the spelling it was read in.
 TEST(ModelConfig, YarnSpellingsAgreeAndRoundTrip) {
@@ -347,6 +390,15 @@ TEST(ModelConfig, YarnSpellingsAgreeAndRoundTrip) {
   EXPECT_EQ(out_legacy["rope_scaling"], in_legacy["rope_scaling"]);
   EXPECT_EQ(out_legacy["rope_theta"], in_legacy["rope_theta"]);
   EXPECT_FALSE(out_legacy.contains("rope_parameters"));
+  // An HF directory's config.json has, beside the legacy keys, the per-layer-type form
+  // (transformers 5 misreads a legacy rope_theta for sliding layers), stating the same RoPE.
+  const json dir_legacy = legacy.ToHfDirectoryJson();
+  EXPECT_EQ(dir_legacy["rope_scaling"], in_legacy["rope_scaling"]);
+  EXPECT_EQ(dir_legacy["rope_parameters"]["full_attention"], TinyYarnFullParameters());
+  EXPECT_EQ(dir_legacy["rope_parameters"]["sliding_attention"],
+            json({{"rope_type", "default"}, {"rope_theta", 500000.0}}));
+  ExpectSame(ModelConfig::FromHfJson(dir_legacy, "rt"), legacy);
+  EXPECT_EQ(ModelConfig::FromHfJson(dir_legacy, "rt").ToHfDirectoryJson(), dir_legacy);
   const json out_flat = flat.ToHfJson();
   EXPECT_EQ(out_flat["rope_parameters"], TinyYarnFullParameters());
   EXPECT_FALSE(out_flat.contains("rope_scaling"));
