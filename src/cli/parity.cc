@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "cli/compute_flags.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -61,7 +62,7 @@ replica::cli::CommandRegistration reg(
                      "floor of the per-tensor denominator as a fraction of the whole reference "
                      "gradient's norm (a tensor whose gradient is zero, e.g. q/k at T = 1)")
           ->capture_default_str()
-          ->check(CLI::NonNegativeNumber);
+          ->check(replica::cli::NonNegative());
       app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_flag("--json", a->json, "print JSON on stdout");
       a->compute.Add(app);

@@ -226,6 +226,36 @@ ParityReport RunParity(const ParityOptions& o) {
   return rep;
 }
 
+namespace {
+
+// How the model's weights are stored ("BF16", "F32"), read off the token embedding.
+std::string StoredDtype(const ModelWeights& w) {
+  try {
+    return DTypeName(w.Get("model.embed_tokens.weight").dtype);
+  } catch (const Error&) {
+    return "?";
+  }
+}
+
+// Why two models that are the same model up to bf16 rounding fail thresholds made for exact
+// copies, and the thresholds that check such a pair; empty when bf16 is not involved.
+std::string Bf16Hint(const ModelWeights& a, const ModelWeights& b, const ModelParityOptions& o) {
+  const std::string da = StoredDtype(a), db = StoredDtype(b);
+  const bool bf16_weights = (da == "BF16") != (db == "BF16");
+  const bool bf16_compute = o.precision == Precision::kBf16;
+  if (!bf16_weights && !bf16_compute) return "";
+  const std::string why =
+      bf16_weights ? fmt::format("--model stores its weights as {} and --against as {}", da, db)
+                   : "--model runs with bf16 matmul inputs (--precision bf16)";
+  return fmt::format(
+      "{}: rounding to bf16 (8 significant bits) moves every logit, so the default thresholds, "
+      "made for exact copies (--max-kl 1e-6 --min-top1 1.0), do not hold. To check a bf16 copy "
+      "of an fp32 model use --max-kl 1e-2 --min-top1 0.9 (docs/inference.md){}",
+      why, o.tokens_path.empty() ? ", with real text in --tokens" : "");
+}
+
+}  // namespace
+
 ParityReport RunParityAgainst(const ModelParityOptions& o) {
   Require(o.batch >= 1 && o.seq_len >= 1, "parity: --batch {} and --seq-len {} must be >= 1",
           o.batch, o.seq_len);
@@ -319,6 +349,12 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
     rep.loss = NAN;
   }
   rep.pass = rep.kl_max <= o.max_kl && rep.top1_agreement >= o.min_top1;
+  rep.input = o.tokens_path.empty()
+                  ? fmt::format("{} random token ids, uniform in [0, {}) from seed {} (not text; "
+                                "--tokens FILE for real text)",
+                                N, V, o.seed)
+                  : fmt::format("the first {} token ids of {}", N, o.tokens_path);
+  if (!rep.pass) rep.hint = Bf16Hint(a.weights(), b.weights(), o);
   return rep;
 }
 
@@ -348,6 +384,8 @@ nlohmann::ordered_json ParityReport::ToJson() const {
   if (!options.compute.is_null()) j["compute"] = options.compute;
   j["model"] = options.model_dir;
   j["reference"] = options.reference_path;
+  if (!input.empty()) j["input"] = input;
+  j["hint"] = hint.empty() ? json(nullptr) : json(hint);
   return j;
 }
 
@@ -371,7 +409,9 @@ std::string ParityReport::ToText() const {
       s += fmt::format("  grad rel err        {:.3e} (whole gradient)   (max allowed {:.1e})\n",
                        *grad_global_rel_err, options.max_grad_rel);
   }
+  if (!input.empty()) s += fmt::format("  input               {}\n", input);
   s += pass ? "PASS\n" : "FAIL\n";
+  if (!hint.empty()) s += fmt::format("hint: {}\n", hint);
   return s;
 }
 

@@ -44,6 +44,8 @@ struct ParityReport {
   double grad_rel_floor = 0;                  // the floor's absolute value, grad_floor · ‖G_ref‖
   std::string grad_worst_tensor;
   bool pass = false;
+  std::string input;  // --against: what the tokens were ("... random token ids ..." or the file)
+  std::string hint;   // a failing check's likely cause and what to do, or empty
   ParityOptions options;
 
   nlohmann::ordered_json ToJson() const;  // fields in the order of docs/design.md §5, then extras
