@@ -53,9 +53,9 @@ int RunBench(const BenchArgs& a) {
   Require(a.steps >= 1, "--steps must be >= 1 (got {})", a.steps);
   Require(a.warmup >= 0, "--warmup must be >= 0 (got {})", a.warmup);
   Require(a.peak_size >= 64, "--peak-size must be >= 64 (got {})", a.peak_size);
+  const replica::ModelConfig config = replica::LoadModelShape(a.config_path, "--model-config");
   const replica::ComputeSettings compute = a.compute.Apply();
   replica::SetNumThreads(a.threads);
-  const replica::ModelConfig config = replica::LoadModelShape(a.config_path, "--model-config");
   const int64_t B = a.batch, T = a.seq, N = B * T;
 
   const replica::Recompute recompute = replica::ParseRecompute(a.recompute, "--recompute");
