@@ -16,7 +16,7 @@ namespace {
 struct ParityArgs {
   replica::ParityOptions options;
   replica::ModelParityOptions against;
-  bool json = false;
+  bool json = false, no_progress = false;
   int threads = 0;
   replica::cli::ComputeFlags compute;
 };
@@ -65,6 +65,8 @@ replica::cli::CommandRegistration reg(
           ->check(replica::cli::NonNegative());
       app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_flag("--json", a->json, "print JSON on stdout");
+      app.add_flag("--no-progress", a->no_progress,
+                   "--against: no progress line on stderr (layers of both models, logit chunks)");
       a->compute.Add(app);
       return [a] {
         const replica::ComputeSettings compute = a->compute.Apply();
@@ -79,6 +81,7 @@ replica::cli::CommandRegistration reg(
           a->against.min_top1 = a->options.min_top1;
           a->against.precision = a->options.precision;
           a->against.compute = a->options.compute;
+          a->against.progress = !a->no_progress;
           r = replica::RunParityAgainst(a->against);
         } else {
           replica::Require(!a->options.reference_path.empty(),

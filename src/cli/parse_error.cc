@@ -92,15 +92,16 @@ Walk WalkArgs(CLI::App& app, int argc, const char* const* argv) {
   return w;
 }
 
-// "--max-steps" -> the run-config key whose last part is max_steps ("train.max_steps").
-std::optional<std::string> ConfigKeyFor(const std::string& option) {
+// "--max-steps" -> the run-config keys whose last part is max_steps ("train.max_steps").
+std::vector<std::string> ConfigKeysFor(const std::string& option) {
   std::string last = option.substr(option.find_first_not_of('-'));
   std::replace(last.begin(), last.end(), '-', '_');
+  std::vector<std::string> keys;
   for (const ConfigKeyInfo& k : ConfigKeys()) {
     const size_t dot = k.key.rfind('.');
-    if (k.key.substr(dot == std::string::npos ? 0 : dot + 1) == last) return k.key;
+    if (k.key.substr(dot == std::string::npos ? 0 : dot + 1) == last) keys.push_back(k.key);
   }
-  return std::nullopt;
+  return keys;
 }
 
 std::string Lower1(std::string s) {
@@ -126,13 +127,15 @@ std::string DescribeParseError(CLI::App& app, const CLI::ParseError& e, int argc
   }
   if (w.unknown_option) {
     const std::string& name = *w.unknown_option;
-    std::string hint;
-    if (const auto near = ClosestMatch(name, OptionNames(w.cmd))) {
-      hint = fmt::format(" (did you mean '{}'?)", *near);
-    } else if (w.cmd->get_option_no_throw("--set") && name.rfind("--", 0) == 0) {
-      if (const auto key = ConfigKeyFor(name))
-        hint = fmt::format(" (a run config key: --set {}=VALUE)", *key);
+    std::vector<std::string> hints;
+    if (const auto near = ClosestMatch(name, OptionNames(w.cmd)))
+      hints.push_back(fmt::format("did you mean '{}'?", *near));
+    if (w.cmd->get_option_no_throw("--set") && name.rfind("--", 0) == 0) {
+      std::vector<std::string> sets;
+      for (const std::string& key : ConfigKeysFor(name)) sets.push_back("--set " + key + "=VALUE");
+      if (!sets.empty()) hints.push_back(fmt::format("a run config key: {}", fmt::join(sets, " or ")));
     }
+    const std::string hint = hints.empty() ? "" : fmt::format(" ({})", fmt::join(hints, " "));
     return fmt::format("{}unknown option '{}'{}; see '{}'", where, name, hint, help);
   }
   if (w.missing_command) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "data/token_files.h"
 #include "infer/inference_model.h"
 #include "checkpoint/format.h"
@@ -287,14 +288,24 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
 
   std::vector<float> xa(static_cast<size_t>(N * a.config().hidden_size));
   std::vector<float> xb(static_cast<size_t>(N * b.config().hidden_size));
-  a.ForwardHidden(ids.data(), B, T, xa.data());
-  b.ForwardHidden(ids.data(), B, T, xb.data());
+  // Progress in passes: every layer of each model's forward, then every chunk of logits.
+  const int64_t La = a.config().num_layers, Lb = b.config().num_layers;
+  const int64_t chunks = (N + std::min(o.chunk_rows, N) - 1) / std::min(o.chunk_rows, N);
+  ProgressMeter meter("parity", "passes", La + Lb + chunks, o.progress);
+  a.ForwardHidden(ids.data(), B, T, xa.data(), [&](int64_t l, const float*, const float*) {
+    meter.Update(l + 1, fmt::format("--model layer {} of {}", l + 1, La));
+  });
+  b.ForwardHidden(ids.data(), B, T, xb.data(), [&](int64_t l, const float*, const float*) {
+    meter.Update(La + l + 1, fmt::format("--against layer {} of {}", l + 1, Lb));
+  });
 
   std::vector<RowStats> rows(static_cast<size_t>(N));
   std::vector<double> ce_a(static_cast<size_t>(N), 0.0);
   const int64_t chunk = std::min(o.chunk_rows, N);
   std::vector<float> la(static_cast<size_t>(chunk * V)), lb(la.size());
   for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+    meter.Update(La + Lb + r0 / chunk, fmt::format("logits, positions {} to {} of {}", r0,
+                                                   std::min(N, r0 + chunk), N));
     const int64_t n = std::min(chunk, N - r0);
     a.LogitsRows(xa.data() + r0 * a.config().hidden_size, n, la.data());
     b.LogitsRows(xb.data() + r0 * b.config().hidden_size, n, lb.data());
@@ -317,6 +328,7 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
   }
   a.ReleaseLmHead();
   b.ReleaseLmHead();
+  meter.Finish();
 
   ParityReport rep;
   rep.options.model_dir = o.model_dir;

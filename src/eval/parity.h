@@ -68,6 +68,7 @@ struct ModelParityOptions {
   double max_kl = 1e-6, min_top1 = 1.0;
   Precision precision = Precision::kFp32;  // what --model's matmuls are fed (--against: fp32)
   nlohmann::json compute;      // the compute settings in use, copied into the JSON report
+  bool progress = false;       // a progress line on stderr (layers of both models, logit chunks)
 };
 ParityReport RunParityAgainst(const ModelParityOptions& options);
 

@@ -2,7 +2,7 @@
 # What the user reads: command-line mistakes in one style (`replica: error: ...`) with "did you
 # mean", ranges in words, --set before or after CONFIG; a short run of a longer config told how to
 # shorten its warm-up; plan's counts in B/T; the compute line naming only what runs; eval's
-# progress line; bench on a run config; parity --against's input and bf16 hint; compare's
+# progress line; bench on a run config; parity --against's progress, input and bf16 hint; compare's
 # "missing"; a reference run's curve (OLMo-core console log, metrics_step JSON, W&B CSV) beside a
 # replica run in compare and plot.
 #   usage: messages.sh <replica-binary> <repo-root>
@@ -49,6 +49,8 @@ refused "typo'd option behind a missing required one" "unknown option '--rundir'
   "$BIN" train "$tmp/tiny.yaml" --rundir "$tmp/r"
 refused "an option that is a config key" "unknown option '--max-steps' (a run config key: --set train.max_steps=VALUE)" \
   "$BIN" train "$tmp/tiny.yaml" --run-dir "$tmp/r" --max-steps 5
+refused "an option near another and a key of two sections" "unknown option '--seed' (did you mean '--set'? a run config key: --set init.seed=VALUE or --set data.seed=VALUE)" \
+  "$BIN" train "$tmp/tiny.yaml" --run-dir "$tmp/r" --seed 3
 refused "extra arguments in the order given" "unexpected arguments 'a' 'b'" "$BIN" plan "$tmp/tiny.yaml" a b
 refused "a missing required option says what it is" "--run-dir is required (run directory" "$BIN" train "$tmp/tiny.yaml"
 refused "--epoch 0" "--epoch: must be at least 1 (got 0): epochs count from 1, as OLMo-core's data loader says ('epoch' must be at least 1)" \
@@ -103,8 +105,10 @@ refused "bench --model-config on a text file" "expected a Hugging Face config.js
 # --- parity --against: the input is named; a bf16 copy failing exact thresholds gets the hint ---
 "$BIN" convert --from "$DATA/tiny-gqa" --to "$tmp/ck" > /dev/null 2>&1
 "$BIN" convert --from "$tmp/ck" --to "$tmp/bf16" --dtype bf16 > /dev/null 2>&1
-"$BIN" parity --model "$tmp/bf16" --against "$DATA/tiny-gqa" --seq-len 40 --threads 2 > "$tmp/par.txt" 2>/dev/null
+"$BIN" parity --model "$tmp/bf16" --against "$DATA/tiny-gqa" --seq-len 40 --threads 2 > "$tmp/par.txt" 2> "$tmp/par.err"
 rc=$?
+check "parity --against prints progress ($(grep '^parity:' "$tmp/par.err" | tail -1))" \
+  'grep -qE "^parity: 100% \([0-9]+ of [0-9]+ passes\)" "$tmp/par.err"'
 check "bf16 copy at default thresholds fails (exit $rc)" '[ $rc -eq 1 ]'
 check "the text says the tokens were random" 'grep -q "input  *40 random token ids, uniform in \[0, [0-9]*) from seed 0 (not text" "$tmp/par.txt"'
 check "the hint names bf16 rounding and the thresholds ($(grep hint: "$tmp/par.txt"))" \
