@@ -32,6 +32,7 @@
 #include "ops/cpu/gemm_peak.h"
 #include "train/init.h"
 #include "optim/adamw.h"
+#include "run/model_shape.h"
 
 namespace {
 
@@ -52,9 +53,9 @@ int RunBench(const BenchArgs& a) {
   Require(a.steps >= 1, "--steps must be >= 1 (got {})", a.steps);
   Require(a.warmup >= 0, "--warmup must be >= 0 (got {})", a.warmup);
   Require(a.peak_size >= 64, "--peak-size must be >= 64 (got {})", a.peak_size);
+  const replica::ModelConfig config = replica::LoadModelShape(a.config_path, "--model-config");
   const replica::ComputeSettings compute = a.compute.Apply();
   replica::SetNumThreads(a.threads);
-  const replica::ModelConfig config = replica::ModelConfig::FromHfFile(a.config_path);
   const int64_t B = a.batch, T = a.seq, N = B * T;
 
   const replica::Recompute recompute = replica::ParseRecompute(a.recompute, "--recompute");
@@ -204,7 +205,10 @@ replica::cli::CommandRegistration reg(
     "bench", "time training steps (fwd+bwd+clip+AdamW) on a model shape; MFU against a measured fp32 GEMM",
     [](CLI::App& app) -> replica::cli::RunFn {
       auto a = std::make_shared<BenchArgs>();
-      app.add_option("--model-config", a->config_path, "Hugging Face config.json of the shape")
+      app.add_option("--model-config", a->config_path,
+                     "the shape: a Hugging Face config.json, a run config (YAML; its model "
+                     "section), an OLMo-core config.json, or an HF model, checkpoint or run "
+                     "directory")
           ->required();
       app.add_option("--batch", a->batch, "sequences per step")->capture_default_str();
       app.add_option("--seq", a->seq, "sequence length")->capture_default_str();

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "eval/eval_gate.h"
 #include "run/compare.h"
 #include "run/metrics_reader.h"
@@ -31,7 +32,7 @@ replica::cli::CommandRegistration reg(
       app.add_option("RUN_B", args->run_b, "run directory (or metrics.jsonl)")->required();
       app.add_option("--tolerance", args->tolerance,
                      "largest accepted |a - b| (default 0: bit-identical)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(replica::cli::NonNegative());
       app.add_option("--metrics", args->metrics,
                      "compare only these metrics (comma-separated; 'eval.*' prefixes; timings "
                      "such as step_time_s are compared only when listed)")
@@ -44,7 +45,7 @@ replica::cli::CommandRegistration reg(
                    "--eval-gate-tolerance, or B's canary alarm fired: possible contamination");
       app.add_option("--eval-gate-tolerance", args->eval_gate_tolerance,
                      "absolute tolerance of the eval gate, in each metric's units (default 0)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(replica::cli::NonNegative());
       app.add_flag("--json", args->json, "print the report as JSON on stdout");
       return [args] {
         replica::MetricsLog a = replica::ReadMetrics(args->run_a);

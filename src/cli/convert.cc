@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "core/error.h"
 #include "checkpoint/convert.h"
 
@@ -30,7 +31,7 @@ replica::cli::CommandRegistration reg(
           ->check(CLI::IsMember({"f32", "bf16"}));
       app.add_option("--max-shard-size", args->max_shard,
                      "export: bytes of tensor data per shard (default 5e9, as transformers)")
-          ->check(CLI::PositiveNumber);
+          ->check(replica::cli::AtLeast(1));
       app.add_option("--tokenizer", args->tokenizer,
                      "export: tokenizer files to write beside the weights: auto (dolma2 when the "
                      "vocabulary holds its ids), dolma2, none, or a tokenizer.json path")

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/set_option.h"
+#include "cli/validators.h"
 #include "cli/olmo_core_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -344,18 +346,20 @@ CommandRegistration reg(
       order->add_option("--instances", oa->instances, "number of instances N (1..2^32-2)")
           ->required()
           ->transform(DecimalUint64())
-          ->check(CLI::NonNegativeNumber);
+          ->check(AtLeast(0));
       const auto [seed, global_batch] = AddOrderOptions(*order, oa->seed, oa->global_batch, "");
-      seed->required()->check(CLI::NonNegativeNumber);
+      seed->required()->check(AtLeast(0));
       global_batch->description(global_batch->get_description() + " (default 1)")
-          ->check(CLI::PositiveNumber);
+          ->check(AtLeast(1));
       order->add_option("--epoch", oa->epoch,
                         "epoch E, counted from 1 as in OLMo-core (the RNG is seeded with S + E)")
           ->required()
-          ->transform(DecimalUint64());
+          ->transform(DecimalUint64())
+          ->check(AtLeast(1, ": epochs count from 1, as OLMo-core's data loader says "
+                               "('epoch' must be at least 1)"));
       order->add_option("--world", oa->world, "data-parallel ranks R; must divide I (default 1)")
           ->transform(DecimalUint64())
-          ->check(CLI::PositiveNumber);
+          ->check(AtLeast(1));
       order->add_option("--batch", oa->batch,
                         "global batch b whose per-rank split is printed (negative: from the end)");
       order->add_flag("--json", oa->json, "print JSON on stdout");
@@ -365,9 +369,9 @@ CommandRegistration reg(
       info->add_option("files", ia->files, "token files, in order")->required();
       AddTokenFileOptions(*info, ia->seq_len, ia->dtype, "")
           .first->required()
-          ->check(CLI::PositiveNumber);
+          ->check(AtLeast(1));
       info->add_option("--vocab-size", ia->vocab_size, "ids must be below it (default 100278)")
-          ->check(CLI::PositiveNumber);
+          ->check(AtLeast(1));
       info->add_flag("--json", ia->json, "print JSON on stdout");
 
       auto ba = std::make_shared<BatchArgs>();
@@ -375,12 +379,12 @@ CommandRegistration reg(
           "batch", "the instances of global batch N (file, offset, first tokens decoded), "
                    "reading only file sizes and those instances");
       batch->add_option("N", ba->batch, "global batch, 0-based, counted across epochs")
-          ->check(CLI::NonNegativeNumber);
+          ->check(AtLeast(0));
       batch->add_option("--step", ba->step, "trainer step S (1-based): global batch S - 1")
-          ->check(CLI::PositiveNumber);
+          ->check(AtLeast(1));
       batch->add_option("--config", ba->config,
                         "a run config (YAML) or an OLMo-core config.json naming the data");
-      batch->add_option("--set", ba->sets, "override a key of a YAML config (repeatable)");
+      AddSetOption(*batch, ba->sets, "override a key of a YAML config (repeatable)");
       AddOlmoCoreOptions(*batch, ba->import);
       const std::string with_paths = "with --data-paths: ";
       AddTokenFileOptions(*batch, ba->seq_len, ba->dtype, with_paths);

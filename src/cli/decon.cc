@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/plural.h"
@@ -84,21 +85,21 @@ CommandRegistration reg(
       app.add_option("--dtype", a->dtype, "token width of the training files: uint32 | uint16")
           ->capture_default_str();
       app.add_option("--ngram-ppl", a->options.ngram_ppl, "n-gram length for perplexity documents")
-          ->capture_default_str()->check(CLI::Range(1, 1000));
+          ->capture_default_str()->check(replica::cli::Between(1, 1000));
       app.add_option("--ngram-mc", a->options.ngram_mc, "n-gram length for question + gold answer")
-          ->capture_default_str()->check(CLI::Range(1, 1000));
+          ->capture_default_str()->check(replica::cli::Between(1, 1000));
       app.add_option("--stride", a->stride, "probe stride for both n-gram lengths (overrides the two below)")
-          ->check(CLI::Range(1, 1000));
+          ->check(replica::cli::Between(1, 1000));
       app.add_option("--stride-ppl", a->options.stride_ppl, "probe stride for perplexity n-grams")
-          ->capture_default_str()->check(CLI::Range(1, 1000));
+          ->capture_default_str()->check(replica::cli::Between(1, 1000));
       app.add_option("--stride-mc", a->options.stride_mc, "probe stride for multiple-choice n-grams")
-          ->capture_default_str()->check(CLI::Range(1, 1000));
+          ->capture_default_str()->check(replica::cli::Between(1, 1000));
       app.add_option("--min-coverage", a->options.min_coverage,
                      "an item is contaminated when confirmed spans cover this fraction of it")
           ->capture_default_str();
       app.add_option("--min-span", a->options.min_span,
                      "... or when one confirmed span is at least this many tokens")
-          ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+          ->capture_default_str()->check(replica::cli::Between(1, int64_t{1} << 40));
       app.add_option("--threshold", a->threshold, "exit 1 when more items than this are contaminated")
           ->capture_default_str();
       app.add_option("--threads", a->threads, "threads (default: all cores)");

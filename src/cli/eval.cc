@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "cli/compute_flags.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/threads.h"
 #include "eval/eval_suite.h"
 #include "eval/model_loader.h"
@@ -29,7 +31,7 @@ struct EvalArgs {
   int64_t seq_len = 0, batch = 4;
   bool truncate_context = false;
   int threads = 0;
-  bool json = false;
+  bool json = false, no_progress = false;
   ComputeFlags compute;
 };
 
@@ -51,7 +53,11 @@ int RunEval(const EvalArgs& a) {
   o.canary_vocab = a.canary_vocab > 0 ? a.canary_vocab : (a.tokenizer == "dolma2" ? 100256 : 256);
   o.canary_alarm_z = a.canary_alarm_z;
   eval::EvalSuite suite(a.sets, *encoder, o);
-  nlohmann::json metrics = suite.Run(eval::ModelLossFn(*m.model));
+  ProgressMeter meter("eval", "positions", suite.WorkPositions(), !a.no_progress);
+  nlohmann::json metrics =
+      suite.Run(eval::ModelLossFn(*m.model),
+                [&](int64_t done, int64_t, const std::string& set) { meter.Update(done, set); });
+  meter.Finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json out = {{"model", m.source}, {"seq_len", seq_len}, {"tokenizer", encoder->name()},
                         {"eval", metrics}, {"seconds", seconds},
@@ -91,7 +97,7 @@ CommandRegistration reg(
           ->required();
       app.add_option("--eval", a->sets, "evaluation sets (JSONL; .zst/.gz allowed)")->expected(1, -1);
       app.add_option("--seq-len", a->seq_len, "sequence length: documents are truncated to it (default: min(max_position_embeddings, 2048))")
-          ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+          ->check(Between(2, int64_t{1} << 20));
       app.add_option("--batch", a->batch, "perplexity instances per forward pass")->capture_default_str();
       app.add_option("--tokenizer", a->tokenizer, "dolma2 | bytes (one id per byte; tiny test models)")
           ->capture_default_str();
@@ -102,6 +108,8 @@ CommandRegistration reg(
       app.add_flag("--truncate-context", a->truncate_context, "left-truncate multiple-choice contexts that do not fit (OLMES) instead of failing");
       app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_flag("--json", a->json, "print JSON on stdout");
+      app.add_flag("--no-progress", a->no_progress,
+                   "no progress line on stderr (percent, ETA and the set being scored)");
       a->compute.Add(app);
       return [a] {
         Require(!a->sets.empty() || !a->canaries.empty(), "eval: give at least one --eval set or --canaries");

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "cli/olmo_core_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -72,7 +73,7 @@ CommandRegistration reg(
       app.add_option("--max-steps", a->import.max_steps,
                      "train.max_steps when the config stops after epochs of data not available "
                      "here")
-          ->check(CLI::PositiveNumber);
+          ->check(AtLeast(1));
       app.add_flag("--allow-unsupported", a->import.allow_unsupported,
                    "write the YAML even when settings cannot be reproduced (listed in its header "
                    "as NOT REPRODUCED, and on stderr)");

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/parse_error.h"
 #include "core/error.h"
 
 namespace replica::cli {
@@ -30,8 +31,9 @@ int main(int argc, char** argv) {
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      int rc = app.exit(e);
-      return rc == 0 ? 0 : 2;
+      if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+      std::fprintf(stderr, "replica: error: %s\n", DescribeParseError(app, e, argc, argv).c_str());
+      return 2;
     }
     for (auto& [sub, run] : commands) {
       if (sub->parsed()) return run();

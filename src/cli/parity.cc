@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "cli/compute_flags.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -15,7 +16,7 @@ namespace {
 struct ParityArgs {
   replica::ParityOptions options;
   replica::ModelParityOptions against;
-  bool json = false;
+  bool json = false, no_progress = false;
   int threads = 0;
   replica::cli::ComputeFlags compute;
 };
@@ -66,9 +67,11 @@ replica::cli::CommandRegistration reg(
                      "floor of the per-tensor denominator as a fraction of the whole reference "
                      "gradient's norm (a tensor whose gradient is zero, e.g. q/k at T = 1)")
           ->capture_default_str()
-          ->check(CLI::NonNegativeNumber);
+          ->check(replica::cli::NonNegative());
       app.add_option("--threads", a->threads, "threads (default: all cores)");
       app.add_flag("--json", a->json, "print JSON on stdout");
+      app.add_flag("--no-progress", a->no_progress,
+                   "--against: no progress line on stderr (layers of both models, logit chunks)");
       a->compute.Add(app);
       return [a] {
         const replica::ComputeSettings compute = a->compute.Apply();
@@ -85,6 +88,7 @@ replica::cli::CommandRegistration reg(
           a->against.min_top1 = a->options.min_top1;
           a->against.precision = a->options.precision;
           a->against.compute = a->options.compute;
+          a->against.progress = !a->no_progress;
           r = replica::RunParityAgainst(a->against);
         } else {
           replica::Require(!a->options.reference_path.empty(),

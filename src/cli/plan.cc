@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/set_option.h"
 #include "core/byte_size.h"
 #include "cli/olmo_core_options.h"
 #include "run/olmo_core_config.h"
@@ -34,7 +35,7 @@ replica::cli::CommandRegistration reg(
       app.add_flag("--allow-unsupported", args->import.allow_unsupported,
                    "OLMo-core config.json: plan what replica can, warn about the settings it "
                    "cannot reproduce (train refuses them)");
-      app.add_option("--set", args->sets, "override a config key: key=value (repeatable)");
+      replica::cli::AddSetOption(app, args->sets, "override a config key: key=value (repeatable)");
       app.add_option("--world", args->world, "data-parallel ranks (default 1)");
       app.add_option("--memory", args->memory,
                      "memory per rank, e.g. 24GiB (default: parallel.memory_per_rank, else "

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/set_option.h"
 #include "cli/olmo_core_options.h"
 #include "parallel/communicator.h"
 #include "parallel/checkpoint_group.h"
@@ -40,8 +41,8 @@ replica::cli::CommandRegistration reg(
                      "docs/olmo-core.md)")
           ->required();
       replica::cli::AddOlmoCoreOptions(app, args->import);
-      app.add_option("--set", args->sets,
-                     "override a config key, e.g. --set train.max_steps=100 (repeatable)");
+      replica::cli::AddSetOption(app, args->sets,
+                                 "override a config key, e.g. --set train.max_steps=100 (repeatable)");
       app.add_option("--run-dir", args->run_dir,
                      "run directory: config.yaml, metrics.jsonl, checkpoints/, train.log")
           ->required();

@@ -71,9 +71,44 @@ std::vector<std::string> EvalSuite::RegisteredFiles() const {
   return out;
 }
 
-nlohmann::json EvalSuite::Run(const LossFn& loss) const {
+int64_t EvalSuite::WorkPositions() const {
+  int64_t n = 0;
+  const size_t batch = static_cast<size_t>(std::max<int64_t>(1, options_.batch_size));
+  for (const auto& set : ppl_) {
+    // EvaluatePerplexity's batches: rows x (longest document - 1).
+    for (size_t b0 = 0; b0 < set.size(); b0 += batch) {
+      const size_t b1 = std::min(set.size(), b0 + batch);
+      size_t t = 0;
+      for (size_t i = b0; i < b1; ++i) t = std::max(t, set[i].tokens.size() - 1);
+      n += static_cast<int64_t>((b1 - b0) * t);
+    }
+  }
+  for (const auto& set : mc_)
+    for (const McPrepared& item : set)
+      for (const McRequest& req : item.choices) n += static_cast<int64_t>(req.query.size());
+  for (const EvalSet* c : {canary_.get(), twin_.get()}) {
+    if (!c) continue;
+    for (const PplDoc& d : c->docs)
+      n += std::max<int64_t>(0, std::min<int64_t>(static_cast<int64_t>(d.tokens.size()),
+                                                  options_.seq_len) - 1);
+  }
+  return n;
+}
+
+nlohmann::json EvalSuite::Run(const LossFn& model_loss, const ProgressFn& progress) const {
   nlohmann::json out = nlohmann::json::object();
+  const int64_t total = progress ? WorkPositions() : 0;
+  int64_t done = 0;
+  std::string current;
+  const LossFn counted = [&](const int32_t* t, const int32_t* l, int64_t B, int64_t T) {
+    CrossEntropySums s = model_loss(t, l, B, T);
+    done += B * T;
+    progress(done, total, current);
+    return s;
+  };
+  const LossFn& loss = progress ? counted : model_loss;
   for (size_t i = 0; i < sets_.size(); ++i) {
+    current = sets_[i].name;
     if (sets_[i].kind == SetKind::kPerplexity) {
       out[sets_[i].name] = EvaluatePerplexity(ppl_[i], loss, options_.batch_size, pad_id_).ToJson();
     } else {
@@ -81,6 +116,7 @@ nlohmann::json EvalSuite::Run(const LossFn& loss) const {
     }
   }
   if (canary_) {
+    current = "canaries";
     CanaryResult c = EvaluateCanaries(*canary_, *twin_, loss, options_.seq_len, options_.canary_alarm_z);
     if (c.alarm) {
       REPLICA_LOG_WARN("canary alarm: the registered canaries ({}) cost {:.4f} nats/token, their "

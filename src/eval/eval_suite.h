@@ -8,6 +8,8 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <functional>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,7 +41,12 @@ class EvalSuite {
   EvalSuite(std::vector<EvalSet> sets, const TextEncoder& encoder, const EvalSuiteOptions& options,
             std::unique_ptr<EvalSet> canaries = nullptr);
 
-  nlohmann::json Run(const LossFn& loss) const;
+  // `progress`, when given, is called after every model call with the positions scored so far,
+  // the total (WorkPositions) and the set being scored.
+  using ProgressFn = std::function<void(int64_t done, int64_t total, const std::string& set)>;
+  nlohmann::json Run(const LossFn& loss, const ProgressFn& progress = {}) const;
+  // Positions (batch rows x padded length) the model runs over in Run(): the unit of progress.
+  int64_t WorkPositions() const;
 
   const std::vector<EvalSet>& sets() const { return sets_; }
   // Every file that holds evaluation data (sets and the registered canaries), for the leak guard.

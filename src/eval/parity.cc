@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "data/token_files.h"
 #include "infer/inference_model.h"
 #include "checkpoint/format.h"
@@ -244,6 +245,36 @@ ParityReport RunParity(const ParityOptions& o) {
   return rep;
 }
 
+namespace {
+
+// How the model's weights are stored ("BF16", "F32"), read off the token embedding.
+std::string StoredDtype(const ModelWeights& w) {
+  try {
+    return DTypeName(w.Get("model.embed_tokens.weight").dtype);
+  } catch (const Error&) {
+    return "?";
+  }
+}
+
+// Why two models that are the same model up to bf16 rounding fail thresholds made for exact
+// copies, and the thresholds that check such a pair; empty when bf16 is not involved.
+std::string Bf16Hint(const ModelWeights& a, const ModelWeights& b, const ModelParityOptions& o) {
+  const std::string da = StoredDtype(a), db = StoredDtype(b);
+  const bool bf16_weights = (da == "BF16") != (db == "BF16");
+  const bool bf16_compute = o.precision == Precision::kBf16;
+  if (!bf16_weights && !bf16_compute) return "";
+  const std::string why =
+      bf16_weights ? fmt::format("--model stores its weights as {} and --against as {}", da, db)
+                   : "--model runs with bf16 matmul inputs (--precision bf16)";
+  return fmt::format(
+      "{}: rounding to bf16 (8 significant bits) moves every logit, so the default thresholds, "
+      "made for exact copies (--max-kl 1e-6 --min-top1 1.0), do not hold. To check a bf16 copy "
+      "of an fp32 model use --max-kl 1e-2 --min-top1 0.9 (docs/inference.md){}",
+      why, o.tokens_path.empty() ? ", with real text in --tokens" : "");
+}
+
+}  // namespace
+
 ParityReport RunParityAgainst(const ModelParityOptions& o) {
   Require(o.batch >= 1 && o.seq_len >= 1, "parity: --batch {} and --seq-len {} must be >= 1",
           o.batch, o.seq_len);
@@ -275,14 +306,24 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
 
   std::vector<float> xa(static_cast<size_t>(N * a.config().hidden_size));
   std::vector<float> xb(static_cast<size_t>(N * b.config().hidden_size));
-  a.ForwardHidden(ids.data(), B, T, xa.data());
-  b.ForwardHidden(ids.data(), B, T, xb.data());
+  // Progress in passes: every layer of each model's forward, then every chunk of logits.
+  const int64_t La = a.config().num_layers, Lb = b.config().num_layers;
+  const int64_t chunks = (N + std::min(o.chunk_rows, N) - 1) / std::min(o.chunk_rows, N);
+  ProgressMeter meter("parity", "passes", La + Lb + chunks, o.progress);
+  a.ForwardHidden(ids.data(), B, T, xa.data(), [&](int64_t l, const float*, const float*) {
+    meter.Update(l + 1, fmt::format("--model layer {} of {}", l + 1, La));
+  });
+  b.ForwardHidden(ids.data(), B, T, xb.data(), [&](int64_t l, const float*, const float*) {
+    meter.Update(La + l + 1, fmt::format("--against layer {} of {}", l + 1, Lb));
+  });
 
   std::vector<RowStats> rows(static_cast<size_t>(N));
   std::vector<double> ce_a(static_cast<size_t>(N), 0.0);
   const int64_t chunk = std::min(o.chunk_rows, N);
   std::vector<float> la(static_cast<size_t>(chunk * V)), lb(la.size());
   for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+    meter.Update(La + Lb + r0 / chunk, fmt::format("logits, positions {} to {} of {}", r0,
+                                                   std::min(N, r0 + chunk), N));
     const int64_t n = std::min(chunk, N - r0);
     a.LogitsRows(xa.data() + r0 * a.config().hidden_size, n, la.data());
     b.LogitsRows(xb.data() + r0 * b.config().hidden_size, n, lb.data());
@@ -305,6 +346,7 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
   }
   a.ReleaseLmHead();
   b.ReleaseLmHead();
+  meter.Finish();
 
   ParityReport rep;
   rep.options.model_dir = o.model_dir;
@@ -337,6 +379,12 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
     rep.loss = NAN;
   }
   rep.pass = rep.kl_max <= o.max_kl && rep.top1_agreement >= o.min_top1;
+  rep.input = o.tokens_path.empty()
+                  ? fmt::format("{} random token ids, uniform in [0, {}) from seed {} (not text; "
+                                "--tokens FILE for real text)",
+                                N, V, o.seed)
+                  : fmt::format("the first {} token ids of {}", N, o.tokens_path);
+  if (!rep.pass) rep.hint = Bf16Hint(a.weights(), b.weights(), o);
   return rep;
 }
 
@@ -376,6 +424,8 @@ nlohmann::ordered_json ParityReport::ToJson() const {
   if (!options.compute.is_null()) j["compute"] = options.compute;
   j["model"] = options.model_dir;
   j["reference"] = options.reference_path;
+  if (!input.empty()) j["input"] = input;
+  j["hint"] = hint.empty() ? json(nullptr) : json(hint);
   return j;
 }
 
@@ -413,7 +463,9 @@ std::string ParityReport::ToText() const {
       s += fmt::format("  grad rel err        {:.3e} (whole gradient)   (max allowed {:.1e})\n",
                        *grad_global_rel_err, options.max_grad_rel);
   }
+  if (!input.empty()) s += fmt::format("  input               {}\n", input);
   s += pass ? "PASS\n" : "FAIL\n";
+  if (!hint.empty()) s += fmt::format("hint: {}\n", hint);
   return s;
 }
 

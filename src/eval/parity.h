@@ -53,6 +53,8 @@ struct ParityReport {
   double grad_rel_floor = 0;                  // the floor's absolute value, grad_floor · ‖G_ref‖
   std::string grad_worst_tensor;
   bool pass = false;
+  std::string input;  // --against: what the tokens were ("... random token ids ..." or the file)
+  std::string hint;   // a failing check's likely cause and what to do, or empty
   ParityOptions options;
 
   nlohmann::ordered_json ToJson() const;  // fields in the order of docs/design.md §5, then extras
@@ -75,6 +77,7 @@ struct ModelParityOptions {
   double max_kl = 1e-6, min_top1 = 1.0;
   Precision precision = Precision::kFp32;  // what --model's matmuls are fed (--against: fp32)
   nlohmann::json compute;      // the compute settings in use, copied into the JSON report
+  bool progress = false;       // a progress line on stderr (layers of both models, logit chunks)
 };
 ParityReport RunParityAgainst(const ModelParityOptions& options);
 

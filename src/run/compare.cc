@@ -92,6 +92,8 @@ CompareReport CompareRuns(const MetricsLog& a, const MetricsLog& b, const Compar
   CompareReport r;
   r.path_a = a.path;
   r.path_b = b.path;
+  r.format_a = a.format;
+  r.format_b = b.format;
   r.tolerance = options.tolerance;
   Require(options.tolerance >= 0 && !std::isnan(options.tolerance),
           "--tolerance: must be a non-negative number");
@@ -150,8 +152,12 @@ CompareReport CompareRuns(const MetricsLog& a, const MetricsLog& b, const Compar
         vc = CompareValues(*va, *vb, options.tolerance);
       } else {
         vc.within = false;
+        ++(va ? md.missing_b : md.missing_a);
       }
-      if (vc.abs_diff) md.max_abs_diff = std::max(md.max_abs_diff, *vc.abs_diff);
+      if (vc.abs_diff) {
+        md.max_abs_diff = std::max(md.max_abs_diff, *vc.abs_diff);
+        ++md.pairs;
+      }
       const nlohmann::json ja = va ? *va : nlohmann::json("<missing>");
       const nlohmann::json jb = vb ? *vb : nlohmann::json("<missing>");
       if (!vc.within) {
@@ -206,17 +212,21 @@ CompareReport CompareRuns(const MetricsLog& a, const MetricsLog& b, const Compar
   }
 
   CompareCheck check{"metrics", true, ""};
-  int64_t differing = 0;
+  int64_t differing = 0, missing = 0;
   for (const MetricDiff& md : r.compared) differing += md.differing_steps;
   for (const MetricDiff& md : r.labels) differing += md.differing_steps;
+  for (const MetricDiff& md : r.compared) missing += md.missing_a + md.missing_b;
+  for (const MetricDiff& md : r.labels) missing += md.missing_a + md.missing_b;
   if (shared.empty()) {
     check = {"metrics", false, "the runs share no step"};
   } else if (r.compared.empty()) {
     check = {"metrics", false, "the runs share no deterministic metric"};
   } else if (differing > 0) {
     check = {"metrics", false,
-             fmt::format("{} metric value(s) differ beyond tolerance {}; first at step {} ({})",
-                         differing, options.tolerance, *r.first_diff_step, r.first_diff_metric)};
+             fmt::format("{} metric value(s) differ beyond tolerance {}{}; first at step {} ({})",
+                         differing - missing, options.tolerance,
+                         missing ? fmt::format(", {} missing in one run", missing) : "",
+                         *r.first_diff_step, r.first_diff_metric)};
   } else if (!options.allow_missing_steps && (!r.only_in_a.empty() || !r.only_in_b.empty())) {
     check = {"metrics", false,
              fmt::format("{} step(s) only in A, {} only in B", r.only_in_a.size(),
@@ -240,6 +250,8 @@ nlohmann::json CompareReport::ToJson() const {
   for (const MetricDiff& md : compared) {
     metrics[md.name] = {{"steps", md.steps_compared},
                         {"differing_steps", md.differing_steps},
+                        {"missing_in_a", md.missing_a},
+                        {"missing_in_b", md.missing_b},
                         {"max_abs_diff", md.max_abs_diff},
                         {"first_diff_step", md.first_diff_step ? nlohmann::json(*md.first_diff_step)
                                                                : nlohmann::json()}};
@@ -273,6 +285,8 @@ nlohmann::json CompareReport::ToJson() const {
   if (first_diff_step) first = {{"step", *first_diff_step}, {"metric", first_diff_metric}};
   return {{"run_a", path_a},
           {"run_b", path_b},
+          {"format_a", format_a},
+          {"format_b", format_b},
           {"tolerance", tolerance},
           {"steps", {{"a", steps_a}, {"b", steps_b}, {"compared", steps_compared},
                      {"only_in_a", steps_list(only_in_a)}, {"only_in_b", steps_list(only_in_b)}}},
@@ -289,21 +303,41 @@ nlohmann::json CompareReport::ToJson() const {
 }
 
 std::string CompareReport::ToText() const {
-  std::string s = fmt::format("A: {}\nB: {}\ntolerance: {}{}\n", path_a, path_b, tolerance,
+  auto format = [](const std::string& f) {
+    return f.empty() || f == MetricsLog().format ? std::string() : " (" + f + ")";
+  };
+  std::string s = fmt::format("A: {}{}\nB: {}{}\ntolerance: {}{}\n", path_a, format(format_a),
+                              path_b, format(format_b), tolerance,
                               tolerance == 0 ? " (bit-identical)" : "");
   s += fmt::format("steps: A {}, B {}, compared {}", steps_a, steps_b, steps_compared);
   if (!only_in_a.empty() || !only_in_b.empty())
     s += fmt::format(" ({} only in A, {} only in B)", only_in_a.size(), only_in_b.size());
-  s += "\n\n";
+  s += "\n";
+  auto list = [](const std::vector<int64_t>& v) {
+    std::vector<int64_t> head(v.begin(), v.begin() + static_cast<ptrdiff_t>(std::min<size_t>(v.size(), 10)));
+    return fmt::format("{}{}", fmt::join(head, ", "), v.size() > 10 ? ", ..." : "");
+  };
+  if (!only_in_a.empty()) s += fmt::format("steps missing in B: {}\n", list(only_in_a));
+  if (!only_in_b.empty()) s += fmt::format("steps missing in A: {}\n", list(only_in_b));
+  s += "\n";
   size_t width = 6;
   for (const MetricDiff& md : compared) width = std::max(width, md.name.size());
   for (const MetricDiff& md : reported) width = std::max(width, md.name.size());
   for (const MetricDiff& md : labels) width = std::max(width, md.name.size());
-  s += fmt::format("{:<{}}  {:>12}  {:>9}  {:>10}\n", "metric", width, "max_abs_diff", "differing",
-                   "first_diff");
+  // "differing" counts steps where both runs have the metric and the values differ; "missing"
+  // the steps where one run lacks it; max_abs_diff is "-" when no step has both values.
+  auto missing = [](const MetricDiff& md) -> std::string {
+    if (md.missing_a == 0 && md.missing_b == 0) return "-";
+    if (md.missing_b == 0) return fmt::format("{} in A", md.missing_a);
+    if (md.missing_a == 0) return fmt::format("{} in B", md.missing_b);
+    return fmt::format("{} A, {} B", md.missing_a, md.missing_b);
+  };
+  s += fmt::format("{:<{}}  {:>12}  {:>9}  {:>10}  {:>10}\n", "metric", width, "max_abs_diff",
+                   "differing", "missing", "first_diff");
   for (const MetricDiff& md : compared)
-    s += fmt::format("{:<{}}  {:>12.6g}  {:>9}  {:>10}\n", md.name, width, md.max_abs_diff,
-                     md.differing_steps,
+    s += fmt::format("{:<{}}  {:>12}  {:>9}  {:>10}  {:>10}\n", md.name, width,
+                     md.pairs ? fmt::format("{:.6g}", md.max_abs_diff) : "-",
+                     md.differing_steps - md.missing_a - md.missing_b, missing(md),
                      md.first_diff_step ? std::to_string(*md.first_diff_step) : "-");
   if (!labels.empty()) {
     s += fmt::format("\nlabels (text, compared for equality):\n{:<{}}  {:>9}  {:>10}\n", "label",
@@ -326,8 +360,12 @@ std::string CompareReport::ToText() const {
     s += fmt::format("\nfirst difference: step {}\n", *first_diff_step);
     for (const StepDiff& sd : per_step) {
       if (sd.step != *first_diff_step) continue;
-      for (const auto& [name, d] : sd.diffs.items())
-        s += fmt::format("  {}: A {}  B {}\n", name, d["a"].dump(), d["b"].dump());
+      for (const auto& [name, d] : sd.diffs.items()) {
+        auto value = [](const nlohmann::json& v) {
+          return v == "<missing>" ? std::string("missing") : v.dump();
+        };
+        s += fmt::format("  {}: A {}  B {}\n", name, value(d["a"]), value(d["b"]));
+      }
     }
   }
   s += "\n";

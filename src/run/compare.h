@@ -38,6 +38,8 @@ struct MetricDiff {
   std::string name;
   int64_t steps_compared = 0;        // shared steps where at least one run has the metric
   int64_t differing_steps = 0;       // beyond tolerance (incl. missing in one run, non-numeric)
+  int64_t missing_a = 0, missing_b = 0;  // of those, shared steps where only the other run has it
+  int64_t pairs = 0;                 // shared steps where both runs have a numeric value
   double max_abs_diff = 0;           // over steps where both values are numeric
   std::optional<int64_t> first_diff_step;
   nlohmann::json first_a, first_b;   // values at first_diff_step ("<missing>" if absent)
@@ -57,6 +59,7 @@ struct CompareCheck {
 
 struct CompareReport {
   std::string path_a, path_b;
+  std::string format_a, format_b;  // MetricsLog::format
   double tolerance = 0;
   int64_t steps_a = 0, steps_b = 0, steps_compared = 0;
   std::vector<int64_t> only_in_a, only_in_b;              // steps

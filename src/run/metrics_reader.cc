@@ -7,6 +7,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "run/metrics_writer.h"
+#include "run/reference_metrics.h"
 
 namespace fs = std::filesystem;
 
@@ -41,12 +42,23 @@ MetricsLog ReadMetrics(const std::string& path) {
   MetricsLog log;
   if (fs::is_directory(path, ec)) {
     log.path = (fs::path(path) / kMetricsFile).string();
-    Require(fs::exists(log.path, ec), "{}: run directory has no {}", path, kMetricsFile);
+    if (!fs::exists(log.path, ec)) {
+      if (auto reference = ReadReferenceMetrics(path)) return std::move(*reference);
+      Fail("{}: run directory has no {} (nor OLMo-core metrics_step<N>.json files)", path,
+           kMetricsFile);
+    }
   } else {
     Require(fs::exists(path, ec), "{}: no such run directory or metrics file", path);
+    if (auto reference = ReadReferenceMetrics(path)) return std::move(*reference);
     log.path = path;
   }
   const std::string text = ReadFile(log.path);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  Require(first == std::string::npos || text[first] == '{',
+          "{}: not a metrics file replica reads: expected a replica metrics.jsonl or JSONL of "
+          "step and loss, an OLMo-core console log or metrics_step<N>.json, or a W&B CSV export "
+          "(docs/metrics.md)",
+          log.path);
   size_t pos = 0;
   int64_t line_no = 0;
   while (pos < text.size()) {
@@ -60,17 +72,21 @@ MetricsLog ReadMetrics(const std::string& path) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     Require(!j.is_discarded(), "{}: malformed JSON", where);
     Require(j.is_object(), "{}: expected a JSON object", where);
-    Require(j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() >= 0,
+    // W&B's history rows name the step "_step".
+    const char* step_key = !j.contains("step") && j.contains("_step") ? "_step" : "step";
+    Require(j.contains(step_key) && j[step_key].is_number_integer() &&
+                j[step_key].get<int64_t>() >= 0,
             "{}: expected a non-negative integer \"step\"", where);
-    const int64_t step = j["step"].get<int64_t>();
+    const int64_t step = j[step_key].get<int64_t>();
     auto& row = log.steps[step];
     const bool is_eval = j.contains("eval");
     for (const auto& [k, v] : j.items()) {
-      if (k == "step") continue;
+      if (k == step_key || (k.size() > 1 && k[0] == '_')) continue;  // _runtime, _timestamp
       Flatten(v, is_eval && k != "eval" ? "eval." + k : k, &row, where, step);
     }
   }
   Require(!log.steps.empty(), "{}: no metrics lines", log.path);
+  MapReferenceNames(log);
   return log;
 }
 

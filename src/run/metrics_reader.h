@@ -18,14 +18,17 @@ namespace replica {
 
 struct MetricsLog {
   std::string path;  // the metrics.jsonl read
+  std::string format = "replica metrics.jsonl";  // or a reference run's (reference_metrics.h)
   std::map<int64_t, std::map<std::string, nlohmann::json>> steps;  // step -> name -> value
 
   // Numeric value (numbers, and the strings "NaN"/"Infinity"/"-Infinity"); nullopt otherwise.
   static std::optional<double> AsNumber(const nlohmann::json& v);
 };
 
-// `path` is a run directory (reads path/metrics.jsonl) or a .jsonl file. Error when missing,
-// malformed (file:line) or empty.
+// `path` is a run directory (reads path/metrics.jsonl) or a .jsonl file, or a reference run's
+// curve in one of the formats of run/reference_metrics.h (a JSONL line may give "_step" for
+// "step" and OLMo-core's metric names, mapped to replica's). Error when missing, malformed
+// (file:line), empty, or of no format replica reads.
 MetricsLog ReadMetrics(const std::string& path);
 
 }  // namespace replica

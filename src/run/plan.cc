@@ -6,6 +6,7 @@
 
 #include "core/byte_size.h"
 #include "core/error.h"
+#include "core/human_count.h"
 #include "core/plural.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
@@ -356,12 +357,12 @@ nlohmann::json RunPlan::ToJson() const {
 std::string RunPlan::ToText() const {
   auto gib = [](uint64_t b) { return static_cast<double>(b) / (1ull << 30); };
   std::string s;
-  s += fmt::format("parameters        {}\n", params);
+  s += fmt::format("parameters        {}\n", CountWithHuman(static_cast<uint64_t>(params)));
   s += fmt::format("FLOPs per token   {:.6g}\n", flops_per_token);
   s += fmt::format("RoPE              {}\n", rope);
   s += fmt::format("steps             {}\n", steps);
-  s += fmt::format("tokens per step   {}\n", tokens_per_step);
-  s += fmt::format("tokens            {}\n", tokens);
+  s += fmt::format("tokens per step   {}\n", CountWithHuman(static_cast<uint64_t>(tokens_per_step)));
+  s += fmt::format("tokens            {}\n", CountWithHuman(static_cast<uint64_t>(tokens)));
   s += fmt::format("ranks             {} ({} per rank per step)\n", world,
                    Plural(micro_batches_per_rank, "micro-batch", "micro-batches"));
   s += fmt::format("mode              {} sharding, {} accumulation, {} precision\n", sharding,

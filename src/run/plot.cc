@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "run/compare.h"
 #include "run/metrics_reader.h"
+#include "run/metrics_writer.h"
 
 extern char** environ;
 
@@ -68,10 +69,14 @@ Series Extract(const MetricsLog& log, const std::string& name) {
   return s;
 }
 
-// The name a run is shown by: its directory's name, also for "." or "../run/".
+// The name a run is shown by: its directory's name, also for "." or "../run/"; a metrics file
+// other than a run's metrics.jsonl (a reference run's log or export) by its file name.
 std::string RunLabel(const std::string& path) {
   fs::path p = fs::path(path);
-  if (fs::is_regular_file(p)) p = fs::absolute(p).parent_path();
+  if (fs::is_regular_file(p)) {
+    if (p.filename() != kMetricsFile) return p.filename().string();
+    p = fs::absolute(p).parent_path();
+  }
   p = fs::absolute(p).lexically_normal();
   if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
   const std::string name = p.filename().string();

@@ -661,8 +661,18 @@ void Validate(RunConfig& c, const std::string& source,
   Require(c.optim.max_grad_norm >= 0, "{}config key 'optim.max_grad_norm': expected >= 0, got {}",
           W("optim.max_grad_norm"), c.optim.max_grad_norm);
   c.optim.schedule.type = ParseScheduleType(c.optim.schedule_type, "optim.schedule.type");
-  if (c.optim.schedule.t_max == 0 && c.optim.schedule.type != ScheduleType::kConstant)
+  if (c.optim.schedule.t_max == 0 && c.optim.schedule.type != ScheduleType::kConstant) {
     c.optim.schedule.t_max = c.train.max_steps;
+    // A short run of a longer config (a smoke run): the schedule shrinks with max_steps, the
+    // warm-up does not, and nothing scales it behind the user's back.
+    Require(c.optim.schedule.type == ScheduleType::kWsd ||
+                c.optim.schedule.warmup < c.train.max_steps,
+            "{}config key 'optim.schedule.warmup': the warm-up of {} steps does not end before "
+            "train.max_steps {} (the schedule's t_max follows train.max_steps); for a run this "
+            "short shorten the warm-up too, e.g. --set optim.schedule.warmup={}",
+            W("optim.schedule.warmup"), c.optim.schedule.warmup, c.train.max_steps,
+            c.train.max_steps / 2);
+  }
   ValidateSchedule(c.optim.schedule, c.optim.lr);
   non_negative(c.checkpoint.interval, "checkpoint.interval");
   positive(c.checkpoint.keep, "checkpoint.keep");

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <sstream>
 
 #include "core/error.h"
 #include "run/compare.h"
@@ -205,6 +207,46 @@ TEST(Compare, TimingNames) {
   for (const char* n : {"loss", "ce_loss", "z_loss", "grad_norm", "lr", "tokens", "skipped",
                         "eval.c4.ppl", "eval.mmlu.accuracy"})
     EXPECT_FALSE(IsTimingMetric(n)) << n;
+}
+
+// A value present in one run only is "missing", not a zero difference: the table says which run
+// lacks it and max_abs_diff is "-" when no step has both values.
+TEST(Compare, MissingValuesAreNamedMissing) {
+  auto a = Trajectory();
+  auto b = Trajectory();
+  b[4].erase("grad_norm");
+  a.push_back({{"step", 11}, {"eval.heldout.ppl", 12.5}});
+  b.push_back({{"step", 11}, {"loss", 0.9}});
+  b[9]["eval.heldout.ppl"] = 13.0;  // at step 10, where A has none
+  CompareReport r = CompareRuns(Log(a), Log(b), {});
+  EXPECT_FALSE(r.pass);
+  std::map<std::string, const MetricDiff*> by_name;
+  for (const MetricDiff& md : r.compared) by_name[md.name] = &md;
+  ASSERT_TRUE(by_name.count("grad_norm") && by_name.count("eval.heldout.ppl"));
+  EXPECT_EQ(by_name["grad_norm"]->missing_b, 1);
+  EXPECT_EQ(by_name["grad_norm"]->missing_a, 0);
+  EXPECT_EQ(by_name["eval.heldout.ppl"]->missing_a, 1);
+  EXPECT_EQ(by_name["eval.heldout.ppl"]->missing_b, 1);
+  EXPECT_EQ(by_name["eval.heldout.ppl"]->pairs, 0);
+  EXPECT_EQ(by_name["loss"]->missing_a, 1);
+  const std::string text = r.ToText();
+  EXPECT_NE(text.find("missing"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 in B"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 in A"), std::string::npos) << text;
+  EXPECT_NE(text.find("grad_norm: A 0.2  B missing"), std::string::npos) << text;
+  // eval.heldout.ppl: no step with both values, so no numeric difference to show.
+  const size_t row = text.find("\neval.heldout.ppl ");
+  ASSERT_NE(row, std::string::npos) << text;
+  const std::string line = text.substr(row + 1, text.find('\n', row + 1) - row - 1);
+  std::istringstream fields(line);
+  std::string name, max_abs_diff, differing;
+  fields >> name >> max_abs_diff >> differing;
+  EXPECT_EQ(max_abs_diff, "-") << line;
+  EXPECT_EQ(differing, "0") << line;  // no value differs: both are missing somewhere
+  EXPECT_NE(line.find("1 A, 1 B"), std::string::npos) << line;
+  EXPECT_NE(r.checks[0].detail.find("missing in one run"), std::string::npos) << r.checks[0].detail;
+  nlohmann::json j = r.ToJson();
+  EXPECT_EQ(j["metrics"]["grad_norm"]["missing_in_b"], 1);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "ops/cpu/compute.h"
 
+#include <cblas.h>
 #include <fmt/format.h>
 
 #include "ops/cpu/gemm_bf16.h"
@@ -20,6 +21,13 @@ nlohmann::json ComputeSettings::ToJson() const {
 }
 
 std::string ComputeSettings::Describe() const {
+  // Only the route the command's precision uses: fp32 runs every matmul through OpenBLAS sgemm
+  // and never touches the bf16 route.
+  if (precision == Precision::kFp32) {
+    const char* core = openblas_get_corename();
+    return fmt::format("precision fp32, {}; fp32 matmuls OpenBLAS sgemm ({})", DescribeIsa(),
+                       core ? core : "?");
+  }
   return fmt::format("precision {}, {}; bf16 matmuls {}", PrecisionName(precision), DescribeIsa(),
                      Bf16GemmRouteName(ActiveBf16GemmRoute()));
 }

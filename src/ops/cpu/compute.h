@@ -18,7 +18,8 @@ struct ComputeSettings {
   // {"precision", "isa", "bf16_matmul": "onednn-amx" | "onednn-avx512bf16" | "emulated",
   //  "cpu": {...features}}
   nlohmann::json ToJson() const;
-  // One line: "precision bf16, isa avx2 (cpu ...), bf16 matmuls emulated (...)".
+  // One line naming only what the precision uses: "precision fp32, cpu ...; using avx512; fp32
+  // matmuls OpenBLAS sgemm (SKYLAKEX)" or "precision bf16, cpu ...; bf16 matmuls onednn-amx".
   std::string Describe() const;
 };
 
