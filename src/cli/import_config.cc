@@ -43,7 +43,7 @@ int RunImport(const ImportArgs& a) {
           "its batches: map the data (--mix-dir, --data-paths, --path-map) or give --max-steps N",
           a.config);
   // The YAML must load as it is (paths in it are absolute, so its location does not matter).
-  (void)RunConfig::FromYaml(im.yaml, std::filesystem::current_path().string(), {}, a.config);
+  (void)RunConfigFromImport(im, a.config, {});
   if (a.out.empty()) {
     std::fputs(im.yaml.c_str(), stdout);
   } else {
