@@ -2,6 +2,7 @@
 // with "_CLASS_" (after an optional UTF-8 byte order mark), replica YAML otherwise.
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -15,39 +16,70 @@ namespace {
 
 constexpr size_t kMaxJsonDepth = 64;  // OLMo-core's configs nest about 8 levels
 
-// The first byte offset where `text` nests objects and arrays deeper than `max`, or npos. Strings
-// are skipped (with their escapes), so brackets inside them do not count.
-size_t TooDeepAt(const std::string& text, size_t max) {
-  size_t depth = 0;
+// Where `text` nests objects and arrays deeper than `max`: the JSON path of the value that does
+// (its first levels), or "" when it does not. Strings are skipped with their escapes, so brackets
+// inside them do not count; the text is not otherwise checked here (the parser does that).
+std::string TooDeep(const std::string& text, size_t max) {
+  struct Level {
+    bool object;
+    std::string key;  // object: the last key; array: the index of the current element
+    size_t index = 0;
+  };
+  std::vector<Level> stack;
+  std::string last_string;
   bool in_string = false;
+  size_t string_start = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\')
+      if (c == '\\') {
         ++i;
-      else if (c == '"')
+      } else if (c == '"') {
         in_string = false;
-    } else if (c == '"') {
+        last_string = text.substr(string_start, i - string_start);
+      }
+      continue;
+    }
+    if (c == '"') {
       in_string = true;
+      string_start = i + 1;
+    } else if (c == ':' && !stack.empty() && stack.back().object) {
+      stack.back().key = last_string;
+    } else if (c == ',' && !stack.empty() && !stack.back().object) {
+      stack.back().key = std::to_string(++stack.back().index);
     } else if (c == '{' || c == '[') {
-      if (++depth > max) return i;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
+      if (stack.size() >= max) {
+        std::string path;
+        for (size_t l = 0; l < stack.size() && l < 6; ++l)
+          path += stack[l].object ? (path.empty() ? "" : ".") + stack[l].key
+                                  : "[" + stack[l].key + "]";
+        return (path.empty() ? std::string("(top level)") : path) + "...";
+      }
+      stack.push_back({c == '{', c == '{' ? "" : "0"});
+    } else if ((c == '}' || c == ']') && !stack.empty()) {
+      stack.pop_back();
     }
   }
-  return std::string::npos;
+  return "";
 }
 
 // The JSON path a replica key came from, when `message` names a replica config key the import
-// wrote ("config key 'model.hidden_size'").
+// wrote ("config key 'model.hidden_size'", or "config section 'model': field 'hidden_size'").
 std::string JsonPathOf(const std::string& message, const OlmoCoreImport& im) {
-  const std::string tag = "config key '";
-  const size_t a = message.find(tag);
-  if (a == std::string::npos) return "";
-  const size_t b = message.find('\'', a + tag.size());
-  if (b == std::string::npos) return "";
-  auto it = im.sources.find(message.substr(a + tag.size(), b - a - tag.size()));
-  return it == im.sources.end() ? "" : it->second;
+  auto quoted_after = [&](const std::string& tag) -> std::string {
+    const size_t a = message.find(tag);
+    if (a == std::string::npos) return "";
+    const size_t b = message.find('\'', a + tag.size());
+    return b == std::string::npos ? "" : message.substr(a + tag.size(), b - a - tag.size());
+  };
+  std::string key = quoted_after("config key '");
+  if (key.empty()) {
+    const std::string section = quoted_after("config section '");
+    const std::string field = quoted_after("field '");
+    if (!section.empty() && !field.empty()) key = section + "." + field;
+  }
+  auto it = im.sources.find(key);
+  return key.empty() || it == im.sources.end() ? "" : it->second;
 }
 
 }  // namespace
@@ -57,9 +89,9 @@ json ReadOlmoCoreConfig(const std::string& path) {
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte order mark
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || text[first] != '{') return nullptr;
-  if (const size_t at = TooDeepAt(text, kMaxJsonDepth); at != std::string::npos)
-    Fail("{}: JSON nested deeper than {} levels (at byte {}); an OLMo-core config nests about 8",
-         path, kMaxJsonDepth, at);
+  if (const std::string at = TooDeep(text, kMaxJsonDepth); !at.empty())
+    Fail("{}: {}: JSON nested deeper than {} levels; an OLMo-core config nests about 8", path, at,
+         kMaxJsonDepth);
   json j;
   try {
     j = json::parse(text);
@@ -75,7 +107,6 @@ RunConfig RunConfigFromImport(const OlmoCoreImport& im, const std::string& path,
     return RunConfig::FromYaml(im.yaml, fs::current_path().string(), overrides, path);
   } catch (const Error& e) {
     const std::string from = JsonPathOf(e.what(), im);
-    if (from.empty() && im.refused.empty()) throw;
     std::string message = e.what();
     if (message.rfind(path + ": ", 0) == 0) message.erase(0, path.size() + 2);
     Fail("{}: {}{}{}", path, from.empty() ? "" : from + ": ", message,
@@ -106,6 +137,8 @@ RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>&
             "give --set train.max_steps=N",
             path);
   }
+  // Validated first, so that a value replica refuses is named before what is still to be mapped.
+  RunConfig config = RunConfigFromImport(im, path, overrides);
   if (options.for_training) {
     auto overridden = [&](const std::string& key) {
       for (const std::string& o : overrides)
@@ -118,7 +151,7 @@ RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>&
     Require(missing.empty(), "{}: before this OLMo-core config can train here:{}", path,
             NotesText(missing));
   }
-  return RunConfigFromImport(im, path, overrides);
+  return config;
 }
 
 }  // namespace replica

@@ -109,6 +109,15 @@ void Obj::Finish() {
         break;
     }
   }
+  for (const FieldRule& f : rule_.fields) {
+    if (f.absent.is_null() || Has(f.name)) continue;
+    bool ok = false;
+    for (const json& a : f.at) ok = ok || f.absent == a;
+    if (!ok)
+      im_.Refuse(At(f.name), fmt::format("absent, so {} (OLMo-core's default), which is not "
+                                         "supported: {}",
+                                         f.absent.dump(), f.otherwise));
+  }
 }
 
 const ClassRule* Importer::Dispatch(const json& j, const std::string& path, Role role) {

@@ -359,8 +359,9 @@ std::vector<Line> Importer::Decide() {
   // optim
   if (r_.lr.set) {
     add("optim.lr", Num(r_.lr.value), r_.lr.path);
-    add("optim.betas", fmt::format("[{}, {}]", Num(r_.betas.value[0]), Num(r_.betas.value[1])),
-        r_.betas.path);
+    if (r_.betas.set)  // refused otherwise (the refusal is the answer; nothing to emit)
+      add("optim.betas", fmt::format("[{}, {}]", Num(r_.betas.value[0]), Num(r_.betas.value[1])),
+          r_.betas.path);
     add("optim.eps", Num(r_.eps.value), r_.eps.path);
     add("optim.weight_decay", Num(r_.weight_decay.value), r_.weight_decay.path);
     std::string nd = "[";

@@ -7,16 +7,26 @@ namespace {
 
 using json = nlohmann::json;
 
-FieldRule Mapped(const char* field, const char* keys) { return {field, Use::kMapped, keys, {}, ""}; }
+FieldRule Mapped(const char* field, const char* keys) {
+  return {field, Use::kMapped, keys, {}, "", nullptr};
+}
 FieldRule Accepted(const char* field, const char* reason) {
-  return {field, Use::kAccepted, reason, {}, ""};
+  return {field, Use::kAccepted, reason, {}, "", nullptr};
 }
 // Accepted at `at` (values at which it changes nothing), refused at any other value.
 FieldRule AcceptedAt(const char* field, std::vector<json> at, const char* otherwise) {
-  return {field, Use::kAccepted, "changes nothing at this value", std::move(at), otherwise};
+  return {field, Use::kAccepted, "changes nothing at this value", std::move(at), otherwise,
+          nullptr};
+}
+// The same, for a field whose value when absent (`absent`) is not one of `at`.
+FieldRule AcceptedAtOr(const char* field, std::vector<json> at, const char* otherwise,
+                       json absent) {
+  FieldRule f = AcceptedAt(field, std::move(at), otherwise);
+  f.absent = std::move(absent);
+  return f;
 }
 FieldRule Refused(const char* field, const char* reason) {
-  return {field, Use::kRefused, reason, {}, ""};
+  return {field, Use::kRefused, reason, {}, "", nullptr};
 }
 
 std::vector<FieldRule> Join(std::initializer_list<std::vector<FieldRule>> parts) {
@@ -61,10 +71,11 @@ std::vector<ClassRule> Build() {
   };
   const std::vector<FieldRule> layer_norm = {
       Mapped("eps", "model.rms_norm_eps"),
-      AcceptedAt("name", {"rms", "fused_rms"},
-                 "replica's norms are RMSNorm (fused_rms is the same math in one kernel)"),
+      AcceptedAtOr("name", {"rms", "fused_rms"},
+                   "replica's norms are RMSNorm (fused_rms is the same math in one kernel)",
+                   "default"),
       AcceptedAt("elementwise_affine", {true}, "replica's RMSNorm has a learned weight"),
-      AcceptedAt("bias", {false}, "replica's RMSNorm has no bias"),
+      AcceptedAtOr("bias", {false}, "replica's RMSNorm has no bias", true),
       Accepted("full_precision", "replica computes norms in fp32"),
       AcceptedAt("dtype", {"float32"}, kFp32Params),
   };
@@ -77,7 +88,7 @@ std::vector<ClassRule> Build() {
       Mapped("rope", "model.rope_theta, model.rope_scaling"),
       Mapped("sliding_window", "model.layer_types, model.sliding_window"),
       AcceptedAt("name", {"default"}, "replica implements OLMo-core's default Attention module"),
-      AcceptedAt("bias", {false}, "replica's attention projections have no bias"),
+      AcceptedAtOr("bias", {false}, "replica's attention projections have no bias", true),
       Refused("gate", "replica has no attention output gate"),
       Refused("clip_qkv", "replica does not clip q, k, v"),
       AcceptedAt("dropout", {0, 0.0}, kNoDropout),
@@ -202,9 +213,10 @@ std::vector<ClassRule> Build() {
                  Mapped("attention", "model.* (attention; the older spelling)"),
                  Mapped("layer_norm", "model.rms_norm_eps"),
                  Mapped("feed_forward", "model.intermediate_size"),
-                 AcceptedAt("name", {"reordered_norm"},
-                            "replica implements the Olmo 2/3 block (RMSNorm after attention and "
-                            "after the feed-forward, TransformerBlockType.reordered_norm)"),
+                 AcceptedAtOr("name", {"reordered_norm"},
+                              "replica implements the Olmo 2/3 block (RMSNorm after attention "
+                              "and after the feed-forward, TransformerBlockType.reordered_norm)",
+                              "default"),
                  AcceptedAt("dropout", {0, 0.0}, kNoDropout),
                  Refused("attention_residual_alpha", "replica adds the attention output unscaled"),
                  Refused("feed_forward_residual_alpha",
@@ -271,16 +283,18 @@ std::vector<ClassRule> Build() {
              {
                  Mapped("hidden_size", "model.intermediate_size"),
                  AcceptedAt("name", {"default"}, "replica's feed-forward is the SwiGLU MLP"),
-                 AcceptedAt("bias", {false}, "replica's MLP has no bias"),
+                 AcceptedAtOr("bias", {false}, "replica's MLP has no bias", true),
                  AcceptedAt("activation", {"silu"}, "replica's MLP is SwiGLU (silu)"),
                  AcceptedAt("dtype", {"float32"}, kFp32Params),
              }),
+      RefuseWhole("olmo_core.nn.moe.v2.nemotron.NemotronMoEConfig", Role::kFeedForward,
+                  "replica's feed-forward is the SwiGLU MLP (no Nemotron mixture of experts)"),
       Fields("olmo_core.nn.lm_head.LMHeadConfig", Role::kLmHead,
              {
                  Mapped("layer_norm", "model.rms_norm_eps (checked equal)"),
                  AcceptedAt("name", {"default"},
                             "replica's LM head is a plain linear layer after the final norm"),
-                 AcceptedAt("bias", {false}, "replica's LM head has no bias"),
+                 AcceptedAtOr("bias", {false}, "replica's LM head has no bias", true),
                  AcceptedAt("dtype", {"float32"}, kFp32Params),
                  Accepted("loss_implementation", kKernel),
              }),
@@ -675,6 +689,7 @@ json FieldTableJson() {
       if (!f.at.empty()) {
         e["at"] = f.at;
         e["otherwise"] = f.otherwise;
+        if (!f.absent.is_null()) e["absent"] = f.absent;
       }
       fields[f.name] = e;
     }

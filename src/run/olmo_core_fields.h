@@ -59,6 +59,10 @@ struct FieldRule {
   std::string text;             // mapped: the replica key(s); accepted / refused: the reason
   std::vector<nlohmann::json> at;  // accepted only at these values (empty: at any value)
   std::string otherwise;        // accepted at values: why other values are refused
+  // Accepted at values: what OLMo-core uses when the field is absent or null (the dataclass
+  // default, or the module's default for a None one), checked like a given value; null: absent
+  // is accepted.
+  nlohmann::json absent;
 };
 
 enum class Whole {
