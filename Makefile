@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build test sanitize fuzz demo bench clean
+.PHONY: all setup build test crosscheck sanitize fuzz demo bench clean
 
 all: build
 
@@ -17,6 +17,12 @@ build: setup $(BUILD)/CMakeCache.txt
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# replica against OLMo-core, transformers, tokenizers and tiktoken themselves (docs/crosscheck.md).
+# Needs the reference environment (scripts/setup --with-reference); without it, exit 2 at once.
+# CROSSCHECK=area,... runs only those areas.
+crosscheck: build
+	bash scripts/crosscheck $(BUILD) $(CROSSCHECK)
 
 # ASan + UBSan build of everything in its own folder, then the whole test suite under it.
 # LeakSanitizer skips what Open MPI keeps until exit (tests/sanitizers/lsan.supp); the full unwinder

@@ -1,10 +1,14 @@
 #include "checkpoint/convert.h"
 
 #include <filesystem>
+#include <optional>
 #include <regex>
+
+#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "io/safetensors.h"
 #include "tokenizer/tokenizer_dolma2.h"
 #include "tokenizer/tokenizer_hf_export.h"
 #include "tokenizer/tokenizer_registry.h"
@@ -48,6 +52,74 @@ bool IsExportFile(const std::string& name) {
 // What an import writes: a weights-only checkpoint.
 bool IsImportFile(const std::string& name) {
   return name == kModelFile || name == kConfigFile || name == kManifestFile || name == kDoneFile;
+}
+
+// What an import with optimizer and trainer state writes (a weights-only import never replaces
+// such a checkpoint).
+bool IsResumableImportFile(const std::string& name) {
+  return IsImportFile(name) || name == kOptimFile || name == kStateFile;
+}
+
+// The optimizer and trainer state an import carries over: `from`/optim.safetensors (F32
+// m.<name> and v.<name> for every tensor of the layout, I64 scalar `step`) with
+// `from`/state.json (the trainer state, docs/checkpoints.md). Neither present: a weights-only
+// import. One without the other, a missing, misshapen or unexpected tensor, or a state whose
+// adam_step is not the file's step is an Error naming the file.
+struct ImportedOptimizer {
+  FlatBuffer m, v;
+  int64_t step = 0;
+  nlohmann::json state;
+};
+
+std::optional<ImportedOptimizer> ReadImportOptimizer(const fs::path& from,
+                                                     const ParamLayout& layout) {
+  std::error_code ec;
+  const fs::path optim_path = from / kOptimFile, state_path = from / kStateFile;
+  const bool has_optim = fs::exists(optim_path, ec), has_state = fs::exists(state_path, ec);
+  if (!has_optim && !has_state) return std::nullopt;
+  Require(has_optim && has_state, "{}: missing; {} imports only together with {}",
+          (has_optim ? state_path : optim_path).string(),
+          (has_optim ? optim_path : state_path).string(),
+          (has_optim ? state_path : optim_path).filename().string());
+  ImportedOptimizer r;
+  r.m = FlatBuffer(layout.total_floats());
+  r.v = FlatBuffer(layout.total_floats());
+  const SafetensorsFile f = SafetensorsFile::Open(optim_path.string());
+  for (const auto& [prefix, buf] : {std::pair{"m.", &r.m}, std::pair{"v.", &r.v}}) {
+    for (const ParamView& v : layout.views()) {
+      const std::string name = prefix + v.name;
+      const TensorInfo* t = f.Find(name);
+      Require(t != nullptr, "{}: missing tensor '{}'", optim_path.string(), name);
+      Require(t->dtype == DType::kF32 && t->shape == v.shape,
+              "{}: tensor '{}' is {} {}, expected F32 {}", optim_path.string(), name,
+              DTypeName(t->dtype), ShapeString(t->shape), ShapeString(v.shape));
+      f.ReadF32Into(name, buf->data() + v.offset, v.numel);
+    }
+  }
+  const TensorInfo& st = f.Get("step");
+  Require(st.dtype == DType::kI64 && st.numel() == 1, "{}: tensor 'step' must be an I64 scalar",
+          optim_path.string());
+  r.step = f.ReadI64("step")[0];
+  for (const TensorInfo& t : f.tensors()) {
+    const bool known = t.name == "step" ||
+                       ((t.name.rfind("m.", 0) == 0 || t.name.rfind("v.", 0) == 0) &&
+                        layout.Find(t.name.substr(2)) != nullptr);
+    Require(known, "{}: unexpected tensor '{}'", optim_path.string(), t.name);
+  }
+  const std::string state_text = ReadFile(state_path.string());
+  r.state = nlohmann::json::parse(state_text, nullptr, /*allow_exceptions=*/false);
+  Require(r.state.is_object() && r.state.value("format", "") == "replica-train-state",
+          "{}: not a replica trainer state (a JSON object with \"format\": "
+          "\"replica-train-state\")",
+          state_path.string());
+  Require(r.state.contains("step") && r.state["step"].is_number_integer() &&
+              r.state["step"].get<int64_t>() >= 0,
+          "{}: field 'step': expected a non-negative integer", state_path.string());
+  Require(r.state.contains("adam_step") && r.state["adam_step"].is_number_integer() &&
+              r.state["adam_step"].get<int64_t>() == r.step,
+          "{}: field 'adam_step' must equal the step tensor of {} ({})", state_path.string(),
+          optim_path.string(), r.step);
+  return r;
 }
 
 // `--to` may be written when it does not exist, is an empty directory, or holds only what this
@@ -140,7 +212,11 @@ ConvertResult Export(const ConvertOptions& o) {
 ConvertResult Import(const ConvertOptions& o) {
   Require(o.dtype == DType::kF32, "--dtype: checkpoints hold f32 weights; import with --dtype f32");
   RequireDistinct(o.from, o.to);
-  RequireWritableDestination(o.to, IsImportFile, "a weights-only checkpoint");
+  std::error_code ec;
+  const bool resumable = fs::exists(fs::path(o.from) / kOptimFile, ec) ||
+                         fs::exists(fs::path(o.from) / kStateFile, ec);
+  RequireWritableDestination(o.to, resumable ? IsResumableImportFile : IsImportFile,
+                             resumable ? "an imported checkpoint" : "a weights-only checkpoint");
   const std::string config_path = (fs::path(o.from) / kConfigFile).string();
   const ModelConfig config = ModelConfig::FromHfFile(config_path);
   const ParamLayout layout = config.BuildLayout();
@@ -158,11 +234,20 @@ ConvertResult Import(const ConvertOptions& o) {
                                              "{} describes)", hf.FileOf(t->name), t->name,
             config_path);
 
+  const std::optional<ImportedOptimizer> optim = ReadImportOptimizer(o.from, layout);
+
   CheckpointContents c;
   c.step = 0;
   c.layout = &layout;
   c.params = params.data();
   c.model_config = config.ToHfJson();
+  if (optim) {
+    c.step = optim->state["step"].get<int64_t>();
+    c.adam_m = optim->m.data();
+    c.adam_v = optim->v.data();
+    c.adam_step = optim->step;
+    c.state = optim->state;
+  }
   WriteCheckpointDir(fs::absolute(o.to).lexically_normal().string(), c);
   ConvertResult r;
   r.direction = ConvertDirection::kHfToCheckpoint;
@@ -170,6 +255,8 @@ ConvertResult Import(const ConvertOptions& o) {
   r.tensors = static_cast<int64_t>(layout.views().size());
   r.parameters = static_cast<int64_t>(layout.num_elements());
   r.files = {kModelFile, kConfigFile, kManifestFile, kDoneFile};
+  if (optim) r.files.insert(r.files.begin() + 1, {kOptimFile, kStateFile});
+  r.step = c.step;
   return r;
 }
 

@@ -9,7 +9,11 @@
 //          whole (AutoModelForCausalLM + AutoTokenizer).
 //  import  HF directory (config.json + model.safetensors or shards; F32/BF16/F16) -> a
 //          weights-only checkpoint directory: model.safetensors (F32, canonical tensor order),
-//          config.json, MANIFEST.json, DONE (step 0, no optimizer state, no state.json).
+//          config.json, MANIFEST.json, DONE (step 0, no optimizer state, no state.json); or, when
+//          the directory also holds optim.safetensors (F32 m.<name>, v.<name>, I64 `step`) and
+//          state.json (a replica trainer state), a resumable checkpoint at the state's step with
+//          both carried over (what tools/olmo_core_checkpoint.py stages from an OLMo-core
+//          checkpoint).
 //
 // Both directions check every tensor against ModelConfig::BuildLayout() (names and shapes; a
 // missing or unexpected tensor is an Error naming it), so export -> import is exact in F32.
@@ -37,7 +41,7 @@ struct ConvertOptions {
 struct ConvertResult {
   ConvertDirection direction = ConvertDirection::kCheckpointToHf;
   std::string source;       // the checkpoint directory or HF directory actually read
-  int64_t step = 0;         // of the exported checkpoint
+  int64_t step = 0;         // of the exported checkpoint, or of the imported state.json (else 0)
   int64_t tensors = 0;
   int64_t parameters = 0;
   std::vector<std::string> files;  // written, relative to `to`

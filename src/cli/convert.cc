@@ -50,7 +50,7 @@ replica::cli::CommandRegistration reg(
                               {"from", r.source}, {"to", o.to}, {"dtype", args->dtype},
                               {"tensors", r.tensors}, {"parameters", r.parameters},
                               {"files", r.files}};
-          if (to_hf) j["step"] = r.step;
+          j["step"] = r.step;
           std::printf("%s\n", j.dump(2).c_str());
         } else if (to_hf) {
           std::printf("exported %s (step %lld, %lld tensors, %lld parameters) to %s as %s\n",

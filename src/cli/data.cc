@@ -42,6 +42,7 @@ nlohmann::json RngSeedJson(uint64_t seed, uint64_t epoch) {
 }
 
 int RunOrder(const OrderArgs& a) {
+  Require(a.epoch >= 1, "--epoch: {}", data::EpochMessage(a.epoch));
   Require(a.global_batch > 0, "--global-batch must be at least 1");
   Require(a.world > 0 && a.global_batch % a.world == 0,
           "--world {} must divide --global-batch {}", a.world, a.global_batch);
@@ -319,8 +320,10 @@ int RunBatch(BatchArgs a) {
 std::pair<CLI::Option*, CLI::Option*> AddOrderOptions(CLI::App& cmd, uint64_t& seed,
                                                       uint64_t& global_batch,
                                                       const std::string& when) {
-  return {cmd.add_option("--seed", seed, when + "data loader seed S"),
-          cmd.add_option("--global-batch", global_batch, when + "instances per global batch I")};
+  return {cmd.add_option("--seed", seed, when + "data loader seed S (0 to 2^64 - 1)")
+              ->transform(DecimalUint64()),
+          cmd.add_option("--global-batch", global_batch, when + "instances per global batch I")
+              ->transform(DecimalUint64())};
 }
 
 // --seq-len and --dtype, how token files are cut into instances, as `data info` and `data batch`
@@ -340,6 +343,7 @@ CommandRegistration reg(
           "order", "OLMo-core NumpyFSLDataLoader global instance order for N instances");
       order->add_option("--instances", oa->instances, "number of instances N (1..2^32-2)")
           ->required()
+          ->transform(DecimalUint64())
           ->check(CLI::NonNegativeNumber);
       const auto [seed, global_batch] = AddOrderOptions(*order, oa->seed, oa->global_batch, "");
       seed->required()->check(CLI::NonNegativeNumber);
@@ -348,8 +352,9 @@ CommandRegistration reg(
       order->add_option("--epoch", oa->epoch,
                         "epoch E, counted from 1 as in OLMo-core (the RNG is seeded with S + E)")
           ->required()
-          ->check(CLI::PositiveNumber);
+          ->transform(DecimalUint64());
       order->add_option("--world", oa->world, "data-parallel ranks R; must divide I (default 1)")
+          ->transform(DecimalUint64())
           ->check(CLI::PositiveNumber);
       order->add_option("--batch", oa->batch,
                         "global batch b whose per-rank split is printed (negative: from the end)");

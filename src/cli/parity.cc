@@ -36,6 +36,11 @@ replica::cli::CommandRegistration reg(
                                      "second model (same kinds as --model), the reference: KL(P_B || P_A)");
       ref->excludes(against);
       app.add_flag("--grads", a->options.grads, "also compare every parameter gradient (--reference)");
+      app.add_option("--z-loss", a->options.z_loss_multiplier,
+                     "--grads: compare the gradients of mean CE + this x mean lse^2 (OLMo-core's "
+                     "z_loss_multiplier, the trainer's objective) instead of the mean CE")
+          ->capture_default_str()
+          ->check(CLI::NonNegativeNumber);
       app.add_option("--tokens", a->against.tokens_path,
                      "--against: raw uint32 token file; its first batch x seq-len ids are the input")
           ->check(CLI::ExistingFile);
@@ -73,6 +78,8 @@ replica::cli::CommandRegistration reg(
         replica::ParityReport r;
         if (!a->against.against_dir.empty()) {
           replica::Require(!a->options.grads, "parity: --grads needs --reference (a dump with grad.*)");
+          replica::Require(a->options.z_loss_multiplier == 0,
+                           "parity: --z-loss needs --reference and --grads");
           a->against.model_dir = a->options.model_dir;
           a->against.max_kl = a->options.max_kl;
           a->against.min_top1 = a->options.min_top1;
@@ -82,6 +89,9 @@ replica::cli::CommandRegistration reg(
         } else {
           replica::Require(!a->options.reference_path.empty(),
                            "parity: give --reference DUMP or --against MODEL");
+          replica::Require(a->options.z_loss_multiplier == 0 || a->options.grads,
+                           "parity: --z-loss {} chooses the gradient compared; it needs --grads",
+                           a->options.z_loss_multiplier);
           r = replica::RunParity(a->options);
         }
         if (a->json) {

@@ -19,12 +19,13 @@
 #include "eval/text_encoder.h"
 #include "run/olmo_core_config.h"
 #include "run/run_config.h"
+#include "train/batch_dump.h"
 #include "train/trainer.h"
 
 namespace {
 
 struct TrainArgs {
-  std::string config, run_dir;
+  std::string config, run_dir, dump_batches;
   std::vector<std::string> sets;
   bool json = false, quiet = false;
   replica::OlmoCoreImportOptions import;
@@ -46,6 +47,9 @@ replica::cli::CommandRegistration reg(
           ->required();
       app.add_flag("--json", args->json, "print the end-of-run summary as JSON on stdout");
       app.add_flag("--quiet", args->quiet, "no progress lines (other messages still go to stderr)");
+      app.add_option("--dump-batches", args->dump_batches,
+                     "write what each step fed to DIR/rank-<r>.jsonl: instance indices and the "
+                     "sha256 of the input ids (docs/training.md)");
       return [args] {
         // Data parallelism (docs/distributed.md): under mpirun every rank runs this with its rank
         // and rank 0 alone writes the run directory; started alone, a world-1 job without MPI.
@@ -106,6 +110,16 @@ replica::cli::CommandRegistration reg(
                            rows, seq_len);
             };
           }
+        }
+        if (!args->dump_batches.empty()) {
+          auto dump = std::make_shared<replica::BatchDump>(args->dump_batches, comm->rank(),
+                                                           comm->world());
+          options.on_batch = [dump, guard = options.on_batch](
+                                 int64_t step, const std::vector<uint32_t>& instances,
+                                 const int32_t* tokens, int64_t rows, int64_t seq_len) {
+            if (guard) guard(step, instances, tokens, rows, seq_len);
+            dump->Write(step, instances, tokens, rows, seq_len);
+          };
         }
         const replica::TrainSummary summary = replica::Train(options);
         // A rerun of a finished run trains no step and scans nothing: no leak-guard line then.

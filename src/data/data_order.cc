@@ -24,6 +24,12 @@ std::vector<uint32_t> ShuffledInstanceOrder(uint64_t num_instances, uint64_t see
   return order;
 }
 
+std::string EpochMessage(uint64_t epoch) {
+  return fmt::format("'epoch' must be at least 1, got {} (epochs are counted from 1, as in "
+                     "OLMo-core's data loader)",
+                     epoch);
+}
+
 std::string OrderSha256(std::span<const uint32_t> values) {
   static_assert(std::endian::native == std::endian::little, "replica assumes a little-endian host");
   return Sha256Hex(values.data(), values.size_bytes());
@@ -33,6 +39,7 @@ GlobalOrder::GlobalOrder(uint64_t num_instances, uint64_t seed, uint64_t epoch,
                          uint64_t global_batch_instances)
     : seed_(seed), epoch_(epoch), batch_(global_batch_instances) {
   Require(global_batch_instances > 0, "data order: global batch must be at least 1 instance");
+  Require(epoch >= 1, "data order: {}", EpochMessage(epoch));
   shuffled_ = ShuffledInstanceOrder(num_instances, seed, epoch);
 }
 

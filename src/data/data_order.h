@@ -21,9 +21,14 @@ std::vector<uint32_t> ShuffledInstanceOrder(uint64_t num_instances, uint64_t see
 // sha256 of the uint32 values as little-endian bytes (the oracle files' digest).
 std::string OrderSha256(std::span<const uint32_t> values);
 
+// "'epoch' must be at least 1, got E (epochs are counted from 1, as in OLMo-core's data loader)":
+// the refusal of epoch 0 wherever an epoch is given (OLMo-core: NumpyDataLoaderBase.reshuffle).
+std::string EpochMessage(uint64_t epoch);
+
 class GlobalOrder {
  public:
-  // Error when global_batch_instances is 0 (or N is out of range, as above).
+  // Error when global_batch_instances is 0, epoch is 0 (OLMo-core's loader refuses it too) or N
+  // is out of range, as above.
   GlobalOrder(uint64_t num_instances, uint64_t seed, uint64_t epoch,
               uint64_t global_batch_instances);
 

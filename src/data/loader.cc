@@ -69,8 +69,7 @@ DataLoader::DataLoader(std::shared_ptr<const InstanceDataset> dataset,
   Require(options.world > 0 && I % options.world == 0,
           "data loader: world size {} must divide the global batch of {} instances",
           options.world, I);
-  Require(options.start_epoch >= 1, "data loader: start epoch {} invalid; epochs start at 1",
-          options.start_epoch);
+  Require(options.start_epoch >= 1, "data loader: start {}", EpochMessage(options.start_epoch));
   Require(options.rank < options.world, "data loader: rank {} out of range for world size {}",
           options.rank, options.world);
   uint64_t local = I / options.world;
@@ -156,7 +155,7 @@ void DataLoader::Restore(const LoaderState& s) {
   Require(s.num_instances == dataset_->num_instances(),
           "data loader state: {} instances in the checkpoint, {} in the dataset", s.num_instances,
           dataset_->num_instances());
-  Require(s.epoch >= 1, "data loader state: epoch {} invalid; epochs start at 1", s.epoch);
+  Require(s.epoch >= 1, "data loader state: {}", EpochMessage(s.epoch));
   Require(s.batches_processed < batches_per_epoch_,
           "data loader state: batches_processed {} out of range; an epoch has {} global batches",
           s.batches_processed, batches_per_epoch_);

@@ -23,8 +23,8 @@
 namespace replica {
 namespace {
 
-// Log-softmax of one row in double, written to out; returns the argmax.
-int64_t LogSoftmax(const float* l, int64_t V, double* out) {
+// Log-softmax of one row in double, written to out; returns the argmax and sets *lse.
+int64_t LogSoftmax(const float* l, int64_t V, double* out, double* lse_out) {
   int64_t arg = 0;
   for (int64_t v = 1; v < V; ++v) arg = l[v] > l[arg] ? v : arg;
   const double m = l[arg];
@@ -32,21 +32,24 @@ int64_t LogSoftmax(const float* l, int64_t V, double* out) {
   for (int64_t v = 0; v < V; ++v) s += std::exp(static_cast<double>(l[v]) - m);
   const double lse = m + std::log(s);
   for (int64_t v = 0; v < V; ++v) out[v] = static_cast<double>(l[v]) - lse;
+  *lse_out = lse;
   return arg;
 }
 
 struct RowStats {
   double kl = 0, max_abs = 0, ce_ref = 0;
+  double lse_ref = 0;  // log Σ exp of the reference row
   bool same_top1 = false;
 };
 
 // Compares one row of logits `a` with the reference row `r` (V each): top-1 agreement,
-// D_KL(P_ref || P) and max |a - r| into `s`; lp_ref and lp (V doubles each) are scratch and hold
-// the two log-softmaxes afterwards.
+// D_KL(P_ref || P), max |a - r| and the reference row's log-sum-exp into `s`; lp_ref and lp (V
+// doubles each) are scratch and hold the two log-softmaxes afterwards.
 void CompareRow(const float* a, const float* r, int64_t V, double* lp_ref, double* lp,
                 RowStats& s) {
-  const int64_t top_ref = LogSoftmax(r, V, lp_ref);
-  const int64_t top = LogSoftmax(a, V, lp);
+  double lse = 0;
+  const int64_t top_ref = LogSoftmax(r, V, lp_ref, &s.lse_ref);
+  const int64_t top = LogSoftmax(a, V, lp, &lse);
   s.same_top1 = top == top_ref;
   for (int64_t v = 0; v < V; ++v) {
     s.kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
@@ -93,10 +96,15 @@ ParityReport RunParity(const ParityOptions& o) {
   const TensorInfo* labels_info = ref.Find("labels");
   if (labels_info) CheckShape(ref, *labels_info, {B, T}, "the shape of input_ids");
   const TensorInfo* loss_info = ref.Find("loss");
-  if (loss_info) {
-    Require(loss_info->numel() == 1, "{}: tensor 'loss' has shape {}, expected a scalar",
-            ref.path(), ShapeString(loss_info->shape));
+  const TensorInfo* z_info = ref.Find("z_loss");
+  for (const TensorInfo* t : {loss_info, z_info}) {
+    if (t) {
+      Require(t->numel() == 1, "{}: tensor '{}' has shape {}, expected a scalar", ref.path(),
+              t->name, ShapeString(t->shape));
+    }
   }
+  Require(o.z_loss_multiplier >= 0 && std::isfinite(o.z_loss_multiplier),
+          "parity: --z-loss {} must be a finite number >= 0", o.z_loss_multiplier);
   const ParamLayout layout = config.BuildLayout();
   if (o.grads) {
     for (const ParamView& v : layout.views()) {
@@ -156,7 +164,7 @@ ParityReport RunParity(const ParityOptions& o) {
   rep.options = o;
   rep.positions = N;
   int64_t agree = 0;
-  double ce_ref_sum = 0;
+  double ce_ref_sum = 0, lse_sq_ref_sum = 0;
   for (int64_t i = 0; i < N; ++i) {
     const RowStats& s = rows[i];
     rep.kl_mean += s.kl;
@@ -164,6 +172,7 @@ ParityReport RunParity(const ParityOptions& o) {
     rep.max_abs_logit_diff = std::max(rep.max_abs_logit_diff, s.max_abs);
     agree += s.same_top1;
     ce_ref_sum += s.ce_ref;
+    if (labels[i] != kIgnoreLabel) lse_sq_ref_sum += s.lse_ref * s.lse_ref;
     if (std::isnan(s.kl) || std::isnan(s.max_abs)) rep.kl_max = rep.max_abs_logit_diff = NAN;
   }
   rep.kl_mean /= static_cast<double>(N);
@@ -176,7 +185,8 @@ ParityReport RunParity(const ParityOptions& o) {
     Require(n > 0, "{}: every label is -100, so there is no loss to differentiate",
             ref.path());
     model.grads().Zero();
-    sums = model.ForwardBackward(ids.data(), labels.data(), B, T, 1.0 / static_cast<double>(n), 0.0);
+    sums = model.ForwardBackward(ids.data(), labels.data(), B, T, 1.0 / static_cast<double>(n),
+                                 o.z_loss_multiplier);
     // Per tensor: squared norms of the difference and of the reference, in double.
     std::vector<double> num(layout.views().size()), den(layout.views().size());
     double num_all = 0, den_all = 0;
@@ -212,6 +222,14 @@ ParityReport RunParity(const ParityOptions& o) {
   }
   rep.loss_tokens = sums.tokens;
   rep.loss = sums.tokens > 0 ? sums.ce_sum / static_cast<double>(sums.tokens) : NAN;
+  rep.lse_sq_mean = sums.tokens > 0 ? sums.lse_sq_sum / static_cast<double>(sums.tokens) : NAN;
+  if (z_info) {
+    rep.lse_sq_mean_ref = ref.ReadF64("z_loss")[0];
+    rep.lse_sq_mean_ref_source = "dump";
+  } else if (sums.tokens > 0) {
+    rep.lse_sq_mean_ref = lse_sq_ref_sum / static_cast<double>(sums.tokens);
+    rep.lse_sq_mean_ref_source = "logits";
+  }
   if (loss_info) {
     rep.loss_ref = ref.ReadF64("loss")[0];
     rep.loss_ref_source = "dump";
@@ -340,6 +358,16 @@ nlohmann::ordered_json ParityReport::ToJson() const {
   j["grad_worst_tensor"] = grad_max_rel_err ? json(grad_worst_tensor) : json(nullptr);
   j["grad_global_rel_err"] = grad_global_rel_err ? num(*grad_global_rel_err) : json(nullptr);
   j["grad_rel_floor"] = grad_max_rel_err ? json(grad_rel_floor) : json(nullptr);
+  if (lse_sq_mean) {  // --reference only
+    const double zm = options.z_loss_multiplier;
+    j["lse_sq_mean"] = num(*lse_sq_mean);
+    j["lse_sq_mean_ref"] = lse_sq_mean_ref ? num(*lse_sq_mean_ref) : json(nullptr);
+    j["lse_sq_mean_ref_source"] = lse_sq_mean_ref ? json(lse_sq_mean_ref_source) : json(nullptr);
+    j["z_loss_multiplier"] = zm;
+    j["objective"] = num(loss + zm * *lse_sq_mean);
+    j["objective_ref"] = loss_ref && lse_sq_mean_ref ? num(*loss_ref + zm * *lse_sq_mean_ref)
+                                                     : json(nullptr);
+  }
   j["thresholds"] = {{"max_kl", options.max_kl},
                      {"min_top1", options.min_top1},
                      {"max_grad_rel", options.grads ? json(options.max_grad_rel) : json(nullptr)},
@@ -362,6 +390,20 @@ std::string ParityReport::ToText() const {
   s += fmt::format("  loss                {:.9f} over {} tokens", loss, loss_tokens);
   if (loss_ref) s += fmt::format("; reference {:.9f} (from {})", *loss_ref, loss_ref_source);
   s += "\n";
+  if (lse_sq_mean) {
+    s += fmt::format("  mean lse^2          {:.9f}", *lse_sq_mean);
+    if (lse_sq_mean_ref)
+      s += fmt::format("; reference {:.9f} (from {})", *lse_sq_mean_ref, lse_sq_mean_ref_source);
+    s += "\n";
+  }
+  if (options.z_loss_multiplier > 0 && lse_sq_mean) {
+    s += fmt::format("  objective           {:.9f} = CE + {:g} x mean lse^2 (the gradient's)",
+                     loss + options.z_loss_multiplier * *lse_sq_mean, options.z_loss_multiplier);
+    if (loss_ref && lse_sq_mean_ref)
+      s += fmt::format("; reference {:.9f}",
+                       *loss_ref + options.z_loss_multiplier * *lse_sq_mean_ref);
+    s += "\n";
+  }
   if (grad_max_rel_err) {
     s += fmt::format("  grad max rel err    {:.3e} ({})   (max allowed {:.1e}; per tensor, "
                      "denominator at least {:.3e} = {:g} x the whole gradient's norm)\n",

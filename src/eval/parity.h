@@ -1,7 +1,10 @@
 // Logit and gradient parity of replica's Olmo 3 against a reference dump (docs/design.md §4, §5): what
 // `replica parity` computes. The dump is one safetensors file with input_ids [B,T] (I64/I32),
 // logits [B,T,V] (F32), optional labels [B,T] (I64, aligned with logits, -100 ignored), optional
-// loss (F64 scalar, mean CE) and, for gradient parity, grad.<HF name> for every parameter.
+// loss (F64 scalar, mean CE), optional z_loss (F64 scalar, mean lse² over the labels, no multiplier)
+// and, for gradient parity, grad.<HF name> for every parameter: of the mean CE, or with
+// z_loss_multiplier > 0 of OLMo-core's training objective mean(CE) + z_loss_multiplier·mean(lse²),
+// computed as the trainer computes it.
 // Every statistic is computed in double. A dump that does not fit the model is an Error naming
 // the tensor and the expected shape; thresholds only decide `pass`.
 #pragma once
@@ -19,6 +22,9 @@ struct ParityOptions {
   std::string model_dir;       // config.json + weights (single file or sharded)
   std::string reference_path;  // the dump
   bool grads = false;          // also compare every parameter gradient
+  // > 0: the gradients compared are of mean(CE) + z_loss_multiplier · mean(lse²), the training
+  // objective (what TrainStep differentiates); 0: of the mean CE alone.
+  double z_loss_multiplier = 0;
   double max_kl = 1e-6;        // bound on the largest per-position KL(P_ref || P_model)
   double min_top1 = 1.0;       // bound on the fraction of positions with the same argmax
   // Bound on max over parameters of ‖g − g_ref‖ / max(‖g_ref‖, floor), floor = grad_floor ·
@@ -39,6 +45,9 @@ struct ParityReport {
   std::optional<double> loss_ref;  // the dump's `loss`, else the same CE of the dump's logits
   std::string loss_ref_source;     // "dump" or "logits"
   int64_t loss_tokens = 0;
+  std::optional<double> lse_sq_mean;      // the model's mean lse² over the same labels (--reference)
+  std::optional<double> lse_sq_mean_ref;  // the dump's `z_loss`, else the mean lse² of its logits
+  std::string lse_sq_mean_ref_source;     // "dump" or "logits"
   std::optional<double> grad_max_rel_err;     // per tensor, with the floor
   std::optional<double> grad_global_rel_err;  // ‖G − G_ref‖ / ‖G_ref‖ over all parameters
   double grad_rel_floor = 0;                  // the floor's absolute value, grad_floor · ‖G_ref‖

@@ -391,10 +391,14 @@ ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& 
             drop->dump());
   }
   c.tie_word_embeddings = f.Bool("tie_word_embeddings", false);
+  // -1 is "not set": what OLMo-core's get_hf_config / save_hf_model write (transformers loads it).
+  const json* max_pos = f.Find("max_position_embeddings");
+  const bool max_pos_unset = max_pos && max_pos->is_number_integer() && max_pos->get<int64_t>() == -1;
   c.max_position_embeddings =
-      f.AtMost("max_position_embeddings",
-               f.OptionalPositiveInt("max_position_embeddings").value_or(0), kMaxPositions,
-               "positions are 32-bit signed integers");
+      max_pos_unset ? 0
+                    : f.AtMost("max_position_embeddings",
+                               f.OptionalPositiveInt("max_position_embeddings").value_or(0),
+                               kMaxPositions, "positions are 32-bit signed integers");
   ParseRope(f, c.max_position_embeddings, c);
   c.pad_token_id = f.TokenId("pad_token_id", c.vocab_size);
   c.eos_token_id = f.TokenId("eos_token_id", c.vocab_size);

@@ -56,7 +56,9 @@ void Importer::DataLoader(const json& j, const std::string& path) {
   }
   if (auto v = o.Int("seed")) {
     if (*v < 0)
-      Refuse(o.At("seed"), fmt::format("{}: expected a non-negative seed", *v));
+      Refuse(o.At("seed"), fmt::format("{} is negative; OLMo-core's shuffle (numpy's PCG64 seeded "
+                                       "with seed + epoch) refuses negative seeds",
+                                       *v));
     else
       r_.data_seed.Set(*v, o.At("seed"));
   } else if (!o.Has("seed")) {

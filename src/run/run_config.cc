@@ -651,6 +651,10 @@ void Validate(RunConfig& c, const std::string& source,
           W("data.mixture_tokens"));
   Require(c.data.mixture_seed >= 0, "{}config key 'data.mixture_seed': expected >= 0",
           W("data.mixture_seed"));
+  Require(c.data.seed >= 0,
+          "{}config key 'data.seed': expected >= 0, got {} (the data order is numpy's PCG64 seeded "
+          "with seed + epoch, as in OLMo-core, and numpy refuses negative seeds)",
+          W("data.seed"), c.data.seed);
   Require(c.data.dtype == "uint32" || c.data.dtype == "uint16",
           "{}config key 'data.dtype': expected uint32 or uint16, got '{}'", W("data.dtype"),
           c.data.dtype);

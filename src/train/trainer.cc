@@ -431,7 +431,7 @@ data::RankBatch TrainingRun::NextBatch(int64_t s) {
     ProfileScope scope(ProfileCategory::kData);
     return loader_->Next();
   }();
-  if (opt_.on_batch) {  // leak guard
+  if (opt_.on_batch) {  // leak guard, --dump-batches
     ProfileScope scope(ProfileCategory::kLeakGuard);
     opt_.on_batch(s, batch.instances, batch.input_ids.data(),
                   static_cast<int64_t>(batch.instances.size()), shape_.seq_len);

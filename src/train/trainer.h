@@ -50,9 +50,10 @@ struct TrainerOptions {
   // metrics line (empty object = nothing to record). The trainer library cannot see src/eval; the
   // CLI wires EvalSuite in here.
   std::function<nlohmann::json(int64_t step, Olmo3Model& model)> eval;
-  // Leak guard hook (src/eval/leak_guard.h), wired by the CLI: sees every batch the loader
-  // emits, before it is trained on: step, this rank's instance ids, tokens [rows, seq_len].
-  // Throwing an Error stops the run.
+  // Sees every batch the loader emits, before it is trained on: step, this rank's instance ids,
+  // tokens [rows, seq_len] (the buffer the step reads). The CLI wires the leak guard
+  // (src/eval/leak_guard.h) and --dump-batches (batch_dump.h) here. Throwing an Error stops the
+  // run.
   std::function<void(int64_t step, const std::vector<uint32_t>& instances, const int32_t* tokens,
                      int64_t rows, int64_t seq_len)>
       on_batch;

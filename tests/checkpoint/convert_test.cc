@@ -7,11 +7,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "testing/util.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/log.h"
 #include "hf/hf_checkpoint.h"
+#include "io/safetensors.h"
 #include "model/model_config.h"
 #include "checkpoint/convert.h"
 #include "checkpoint/format.h"
@@ -135,6 +138,78 @@ TEST_F(ConvertTest, RefusesBadSourcesAndDestinations) {
     EXPECT_NE(std::string(e.what()).find("model.embed_tokens.weight"), std::string::npos)
         << e.what();
   }
+}
+
+// An HF directory that also holds optim.safetensors (m.<name>, v.<name>, I64 step) and state.json
+// imports as a resumable checkpoint carrying both (what tools/olmo_core_checkpoint.py stages from
+// an OLMo-core checkpoint); one without the other, a missing m/v tensor, an unexpected tensor or
+// a state whose adam_step is not the step tensor is refused with nothing written.
+TEST_F(ConvertTest, ImportsOptimizerAndTrainerState) {
+  const ModelConfig config = ModelConfig::FromHfFile(kFixture + "/config.json");
+  const ParamLayout layout = config.BuildLayout();
+  auto stage = [&](const std::string& dir, int64_t step, int64_t adam_step, bool drop_one,
+                   bool extra) {
+    fs::create_directories(dir);
+    fs::copy_file(kFixture + "/config.json", dir + "/config.json");
+    fs::copy_file(kFixture + "/model.safetensors", dir + "/model.safetensors");
+    SafetensorsWriter w;
+    std::vector<std::vector<float>> keep;
+    for (const ParamView& v : layout.views()) {
+      for (const char* prefix : {"m.", "v."}) {
+        if (drop_one && v.name == layout.views().back().name && prefix[0] == 'v') continue;
+        keep.emplace_back(v.numel);
+        for (size_t i = 0; i < v.numel; ++i)
+          keep.back()[i] = (prefix[0] == 'm' ? 1e-3f : 1e-6f) * static_cast<float>(i % 7 + 1);
+        w.AddF32(prefix + v.name, v.shape, keep.back().data());
+      }
+    }
+    const int64_t s = adam_step;
+    w.Add("step", DType::kI64, {}, &s, sizeof s);
+    if (extra) w.AddF32("m.not.a.tensor", {1}, keep.back().data());
+    w.Write(dir + "/optim.safetensors");
+    std::ofstream(dir + "/state.json")
+        << nlohmann::json{{"format", "replica-train-state"}, {"step", step},
+                          {"adam_step", step + 1}}
+               .dump();
+  };
+  stage(P("stage"), 30, 31, false, false);
+  ConvertResult r = Run(P("stage"), P("ckpt"));
+  EXPECT_EQ(r.step, 30);
+  EXPECT_NO_THROW(VerifyCheckpoint(P("ckpt")));
+  Checkpoint c = Checkpoint::Open(P("ckpt"));
+  ASSERT_TRUE(c.has_optimizer());
+  ASSERT_TRUE(c.has_state());
+  EXPECT_EQ(c.step(), 30);
+  EXPECT_EQ(c.adam_step(), 31);
+  EXPECT_EQ(c.state()["step"], 30);
+  FlatBuffer m(layout.total_floats()), v(layout.total_floats());
+  EXPECT_EQ(c.LoadOptimizer(layout, m, v), 31);
+  const ParamView& last = layout.views().back();
+  EXPECT_EQ(m.data()[last.offset + 3], 4e-3f);
+  EXPECT_EQ(v.data()[last.offset + 3], 4e-6f);
+  ExpectSameWeights(kFixture, P("ckpt"));
+  // A weights-only import never replaces this checkpoint.
+  EXPECT_THROW(Run(kFixture, P("ckpt")), Error);
+  EXPECT_TRUE(fs::exists(P("ckpt") + "/optim.safetensors"));
+
+  auto refused = [&](const std::string& dir, const std::string& needle) {
+    try {
+      Run(dir, P("out"));
+      ADD_FAILURE() << dir << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(P("out"))) << dir;
+  };
+  stage(P("mismatch"), 30, 29, false, false);  // adam_step 31 in state.json, 29 in the file
+  refused(P("mismatch"), "adam_step");
+  stage(P("missing"), 30, 31, true, false);
+  refused(P("missing"), "v." + last.name);
+  stage(P("extra"), 30, 31, false, true);
+  refused(P("extra"), "m.not.a.tensor");
+  stage(P("nostate"), 30, 31, false, false);
+  fs::remove(P("nostate") + "/state.json");
+  refused(P("nostate"), "state.json");
 }
 
 // `--to` is written only when it does not exist, is an empty directory, or holds what an earlier

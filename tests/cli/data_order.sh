@@ -57,6 +57,15 @@ bad --instances 4294967295 --seed 1 --epoch 1
 bad --instances abc --seed 1 --epoch 1
 bad --seed 1 --epoch 1
 bad --instances 16 --seed 1 --epoch 0
+grep -q "'epoch' must be at least 1, got 0" "$tmp/bad.err" ||
+  { echo "FAIL: --epoch 0 message: $(cat "$tmp/bad.err")"; fail=1; }
+# Seeds past 2^64 - 1 are refused, not saturated; no octal or hex reading.
+bad --instances 16 --seed 18446744073709551616 --epoch 1
+grep -q "got '18446744073709551616'" "$tmp/bad.err" ||
+  { echo "FAIL: --seed 2^64 message: $(cat "$tmp/bad.err")"; fail=1; }
+bad --instances 16 --seed 0x10 --epoch 1
+[ "$("$BIN" data order --instances 16 --seed 010 --epoch 1 --json | jq .params.seed)" = 10 ] ||
+  { echo "FAIL: --seed 010 is not read as decimal 10"; fail=1; }
 
 # data info: a human summary by default (no JSON), JSON with --json.
 for i in $(seq 1 10); do printf '\x05\x00\x00\x00'; done > "$tmp/ten.npy"

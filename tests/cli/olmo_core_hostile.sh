@@ -82,7 +82,7 @@ check "import-config of 65,536 layers exits 0 within 10 s (rc $rc, $ms ms)" \
 literal .data_loader.seed 18446744073709551615 "$tmp/seed.json"
 refused "data_loader.seed 2^64-1" "$tmp/seed.json" "data_loader.seed" "2^63 - 1"
 edit '.data_loader.seed = -1' "$tmp/seedneg.json"
-refused "data_loader.seed -1" "$tmp/seedneg.json" "data_loader.seed" "non-negative"
+refused "data_loader.seed -1" "$tmp/seedneg.json" "data_loader.seed" "negative"
 literal .data_loader.seed 1.5e3 "$tmp/seedf.json"
 refused "data_loader.seed 1.5e3" "$tmp/seedf.json" "data_loader.seed" "expected an integer"
 literal .trainer.hard_stop.value 9300000000000000000 "$tmp/hs.json"

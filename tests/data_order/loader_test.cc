@@ -206,6 +206,28 @@ TEST(Loader, RefusesStateOfAnotherDatasetOrBatch) {
   EXPECT_THROW(a.Restore(bad), Error);
 }
 
+// OLMo-core's NumpyDataLoaderBase.reshuffle raises "'epoch' must be at least 1, got 0"; so does
+// replica wherever an epoch enters: the order, a loader's start epoch, a restored state.
+TEST(Loader, RefusesEpochZeroSayingEpochsStartAtOne) {
+  ScratchDir dir("epoch0");
+  auto ds = MakeDataset(dir);
+  auto expect_epoch_message = [](auto&& f) {
+    try {
+      f();
+      ADD_FAILURE() << "epoch 0 accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'epoch' must be at least 1, got 0"), std::string::npos)
+          << e.what();
+    }
+  };
+  expect_epoch_message([] { GlobalOrder(10, 1, 0, 2); });
+  expect_epoch_message([&] { DataLoader(ds, {kSeed, kBatch, 0, 1, 0, 0}); });
+  DataLoader a(ds, {kSeed, kBatch, 0, 1, 0, 1});
+  LoaderState zero = a.state();
+  zero.epoch = 0;
+  expect_epoch_message([&] { a.Restore(zero); });
+}
+
 TEST(Loader, MicroBatchesAreConsecutiveSlicesOfTheRankBatch) {
   ScratchDir dir("micro");
   auto ds = MakeDataset(dir);

@@ -281,6 +281,25 @@ std::string YarnEditError(const std::function<void(json&)>& edit) {
   return ErrorOf([&] { FromYarnEdit(edit); });
 }
 
+// OLMo-core's HF export (olmo_core.nn.hf.config.get_hf_config, save_hf_model) writes
+// max_position_embeddings -1 for "not set"; transformers loads it, so does replica: no bound, and
+// YaRN's original context comes from original_max_position_embeddings. Other non-positive values
+// stay refused.
+TEST(ModelConfig, MaxPositionEmbeddingsMinusOneIsUnset) {
+  EXPECT_EQ(FromEdit([](json& j) { j["max_position_embeddings"] = -1; }).max_position_embeddings, 0);
+  const ModelConfig y = FromYarnEdit([](json& j) { j["max_position_embeddings"] = -1; });
+  EXPECT_EQ(y.max_position_embeddings, 0);
+  EXPECT_EQ(y.rope_full.original_max_position_embeddings, 32);
+  EXPECT_EQ(y.rope_full.factor, 8.0);
+  EXPECT_EQ(y.ToHfJson().count("max_position_embeddings"), 0u);
+  for (int bad : {0, -2}) {
+    EXPECT_NE(ErrorOf([&] { FromEdit([&](json& j) { j["max_position_embeddings"] = bad; }); })
+                  .find("field 'max_position_embeddings': expected a positive integer"),
+              std::string::npos)
+        << bad;
+  }
+}
+
 TEST(ModelConfig, TinyYarnTable) {
   auto c = ModelConfig::FromHfFile(kData + "/olmo3/tiny-yarn/config.json");
   EXPECT_EQ(c.rope_spelling, RopeSpelling::kLegacy);

@@ -314,6 +314,7 @@ TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {
        "model._CLASS_"},
       {[](json& j) { j["data_loader"]["global_batch_size"] = 8192 * 512 + 1; },
        "data_loader.global_batch_size"},
+      {[](json& j) { j["data_loader"]["seed"] = -1; }, "data_loader.seed"},
   };
   for (const Case& c : cases) {
     json j = Stage("pretrain-1");

@@ -77,6 +77,11 @@ TEST(RunConfig, ValidationErrorsNameWhereTheValueCameFrom) {
   EXPECT_NE(e.find("--set checkpoint.keep: "), std::string::npos) << e;
   e = err({"train.micro_batch_instances=3"});
   EXPECT_NE(e.find("--set train.micro_batch_instances: "), std::string::npos) << e;
+  // numpy's PCG64 (OLMo-core's shuffle) refuses negative seeds; so does the config.
+  e = err({"data.seed=-3"});
+  EXPECT_NE(e.find("--set data.seed: config key 'data.seed': expected >= 0, got -3"),
+            std::string::npos)
+      << e;
   // The same value in the file is the file's.
   e = ErrorOf([] {
     RunConfig::FromYaml(std::string(kTiny) + "checkpoint: {keep: 0}\n", "/b", {}, "x.yaml");
