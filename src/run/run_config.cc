@@ -32,7 +32,7 @@ const char* KindName(Kind k) {
   switch (k) {
     case Kind::kInt: return "an integer";
     case Kind::kUint: return "a non-negative integer";
-    case Kind::kSeed: return "a non-negative integer seed (digits, below 2^63)";
+    case Kind::kSeed: return "an integer seed (digits, below 2^63)";
     case Kind::kDouble: return "a number";
     case Kind::kBool: return "a boolean (true/false)";
     case Kind::kString: return "a string";
@@ -437,11 +437,12 @@ void ApplyField(RunConfig& c, const Field& f, const Entry& e) {
   switch (f.kind) {
     case Kind::kInt: *static_cast<int64_t*>(p) = ParseInt(o, e.key, e.value); break;
     case Kind::kSeed: {
-      // A seed is an exact integer: no float notation (1.5e3), no sign, within int64.
+      // A seed is an exact integer within int64, written as one (no float notation such as
+      // 1.5e3); a negative one is refused by Validate, naming the range.
       const std::string t = e.value.IsScalar() ? e.value.Scalar() : "";
-      int64_t v = -1;
+      int64_t v = 0;
       auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-      if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < 0)
+      if (t.empty() || ec != std::errc() || end != t.data() + t.size())
         TypeError(o, e.key, Kind::kSeed, e.value);
       *static_cast<int64_t*>(p) = v;
       break;
