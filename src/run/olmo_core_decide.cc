@@ -117,9 +117,20 @@ void Importer::MapRopeScaling(
 }
 
 std::vector<Line> Importer::Decide() {
-  std::vector<Line> lines;
+  Decided d;
+  DecideModel(d);
+  DecideInit(d);
+  DecideData(d);
+  DecideTrain(d);
+  DecideOptim(d);
+  DecideRest(d);
+  return d.lines;
+}
+
+// The model: per-layer windows, overrides that may differ only in RoPE scaling, one norm eps, YaRN.
+void Importer::DecideModel(Decided& d) {
   auto add = [&](std::string key, std::string value, std::string from) {
-    lines.push_back({std::move(key), std::move(value), std::move(from)});
+    d.lines.push_back({std::move(key), std::move(value), std::move(from)});
   };
   auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
@@ -199,6 +210,14 @@ std::vector<Line> Importer::Decide() {
     add("model.bos_token_id", r_.bos_id.set ? std::to_string(r_.bos_id.value) : "null",
         src(r_.bos_id, "dataset.tokenizer (bos_token_id absent)"));
   }
+}
+
+// Initialisation and the checkpoint to start from.
+void Importer::DecideInit(Decided& d) {
+  auto add = [&](std::string key, std::string value, std::string from) {
+    d.lines.push_back({std::move(key), std::move(value), std::move(from)});
+  };
+  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // init
   add("init.seed", std::to_string(r_.init_seed.set ? r_.init_seed.value : 0),
@@ -222,6 +241,14 @@ std::vector<Line> Importer::Decide() {
         r_.load_optim_state.set && !r_.load_optim_state.value ? "false" : "true",
         src(r_.load_optim_state, "trainer.load_optim_state (absent: true)"));
   }
+}
+
+// The token files, sequence length, seed and dtype (checked against the vocabulary).
+void Importer::DecideData(Decided& d) {
+  auto add = [&](std::string key, std::string value, std::string from) {
+    d.lines.push_back({std::move(key), std::move(value), std::move(from)});
+  };
+  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // data
   {
@@ -233,9 +260,10 @@ std::vector<Line> Importer::Decide() {
   }
   if (r_.seq_len.set) add("data.seq_len", std::to_string(r_.seq_len.value), r_.seq_len.path);
   if (r_.data_seed.set) add("data.seed", std::to_string(r_.data_seed.value), r_.data_seed.path);
-  const std::string dtype =
+  d.dtype =
       r_.dtype.set ? r_.dtype.value
                    : (r_.tok_vocab.set && r_.tok_vocab.value > 65536 ? "uint32" : "uint16");
+  const std::string& dtype = d.dtype;
   add("data.dtype", dtype,
       r_.dtype.set ? r_.dtype.path : "smallest dtype for dataset.tokenizer.vocab_size");
   if (r_.vocab_size.set && r_.tok_vocab.set && r_.tok_vocab.value > r_.vocab_size.value)
@@ -253,9 +281,18 @@ std::vector<Line> Importer::Decide() {
                              "but {} is {}: replica reads uint16 files only for vocabularies of "
                              "at most 65,536 rows (set dataset.dtype if the files are uint32)",
                              r_.tok_vocab.value, r_.vocab_size.path, r_.vocab_size.value));
+}
+
+// Batch, step counts (steps, tokens or epochs of the files), micro-batches, z-loss, skip-step.
+void Importer::DecideTrain(Decided& d) {
+  auto add = [&](std::string key, std::string value, std::string from) {
+    d.lines.push_back({std::move(key), std::move(value), std::move(from)});
+  };
+  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // train
-  int64_t instances = 0;
+  int64_t& instances = d.instances;
+  const std::string& dtype = d.dtype;
   if (r_.global_batch_tokens.set && r_.seq_len.set && r_.seq_len.value > 0) {
     if (r_.global_batch_tokens.value % r_.seq_len.value != 0) {
       Refuse(r_.global_batch_tokens.path,
@@ -265,9 +302,10 @@ std::vector<Line> Importer::Decide() {
       instances = r_.global_batch_tokens.value / r_.seq_len.value;
     }
   }
-  const int64_t tokens_per_step = instances * r_.seq_len.value;
-  int64_t t_max = 0;
-  std::string t_max_from;
+  d.tokens_per_step = instances * r_.seq_len.value;
+  const int64_t tokens_per_step = d.tokens_per_step;
+  int64_t& t_max = d.t_max;
+  std::string& t_max_from = d.t_max_from;
   auto steps_of = [&](const Duration& d, std::string* from) -> int64_t {
     if (d.unit == "steps") {
       *from = d.path + ".value (steps)";
@@ -355,8 +393,18 @@ std::vector<Line> Importer::Decide() {
         r_.rolling_interval.path + " // 2");
     add("train.skip_step.sigma", Num(r_.sigma.value), r_.sigma.path);
   }
+}
+
+// AdamW and the schedule (t_max from the trainer unless the scheduler sets it).
+void Importer::DecideOptim(Decided& d) {
+  auto add = [&](std::string key, std::string value, std::string from) {
+    d.lines.push_back({std::move(key), std::move(value), std::move(from)});
+  };
+  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // optim
+  const int64_t t_max = d.t_max;
+  const std::string& t_max_from = d.t_max_from;
   if (r_.lr.set) {
     add("optim.lr", Num(r_.lr.value), r_.lr.path);
     if (r_.betas.set)  // refused otherwise (the refusal is the answer; nothing to emit)
@@ -417,6 +465,14 @@ std::vector<Line> Importer::Decide() {
     add("optim.schedule.type", "constant", "train_module.scheduler absent: constant LR");
     add("optim.schedule.warmup", "0", "train_module.scheduler absent");
   }
+}
+
+// Checkpoint interval, compute precision and sharding.
+void Importer::DecideRest(Decided& d) {
+  auto add = [&](std::string key, std::string value, std::string from) {
+    d.lines.push_back({std::move(key), std::move(value), std::move(from)});
+  };
+  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // checkpoint
   if (r_.save_interval.set)
@@ -431,8 +487,6 @@ std::vector<Line> Importer::Decide() {
   if (!r_.data_parallel_path.empty())
     add("parallel.sharding", "zero3",
         r_.data_parallel_path + " (parameters, gradients and optimizer state sharded over ranks)");
-
-  return lines;
 }
 
 }  // namespace replica::olmo_core

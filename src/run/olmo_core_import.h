@@ -120,6 +120,16 @@ struct Line {
   std::string key, value, from;
 };
 
+// What the decisions have found so far: the keys, and the counts later sections need.
+struct Decided {
+  std::vector<Line> lines;
+  std::string dtype;              // data.dtype
+  int64_t instances = 0;          // per global batch
+  int64_t tokens_per_step = 0;
+  int64_t t_max = 0;              // trainer max steps (from max_duration); -1: needs the data
+  std::string t_max_from;
+};
+
 std::string JoinPath(const std::string& a, const std::string& b);
 std::string ShortClass(const std::string& cls);
 
@@ -205,6 +215,12 @@ class Importer {
   std::string MapPath(const std::string& p) const;
   // decisions (olmo_core_decide.cc)
   std::vector<Line> Decide();
+  void DecideModel(Decided& d);
+  void DecideInit(Decided& d);
+  void DecideData(Decided& d);
+  void DecideTrain(Decided& d);
+  void DecideOptim(Decided& d);
+  void DecideRest(Decided& d);
   void MapRopeScaling(const std::vector<int64_t>& windows, const Block& base, int64_t head_dim,
                       const std::function<void(std::string, std::string, std::string)>& add);
 
