@@ -3,12 +3,14 @@
 // objects each carrying "_CLASS_": "module.ClassName", None values left out, enums as values.
 //
 // Promises:
-//   - dispatch is on "_CLASS_" through a registry of known class names; an unknown class is refused
-//     with its JSON path, never guessed from its keys;
-//   - every field of a known class is mapped to a replica key, ignored with a stated reason (W&B,
-//     compile flags, kernel and parallel-layout choices, ...), or refused with its JSON path (a
+//   - dispatch is on "_CLASS_" through the field table (run/olmo_core_fields.h); an unknown class
+//     is refused with its JSON path, never guessed from its keys, and "type" must be the class's
+//     registered name;
+//   - every field of a known class is mapped to a replica key, accepted with a stated reason (at
+//     any value, or only at the values that change nothing), or refused with its JSON path (a
 //     feature replica lacks: float8, document packing, RoPE scaling other than YaRN on exactly the
-//     full-attention layers, ...); an unknown field of a known class is refused too;
+//     full-attention layers, ...); an unknown field of a known class is refused too; sizes are
+//     bounded (by JSON path) before anything is built from them;
 //   - both spellings of the attention block are read: block.sequence_mixer (OLMo-core since
 //     2026-01) and block.attention (before), and per-layer model.block_overrides.<layer>: the
 //     long-context stage's YaRNRoPEScalingConfig there becomes model.rope_scaling (transformers'
@@ -21,6 +23,7 @@
 //     run's file list, in order) replaces them; --path-map prefixes make remote paths local.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -60,6 +63,10 @@ struct OlmoCoreImport {
   uint64_t tokenizer_vocab_size = 0;
   int64_t eos_token_id = -1, pad_token_id = -1, bos_token_id = -1;
   int64_t max_target_sequence_length = -1;  // -1: None
+
+  // Each replica key of `yaml` -> the JSON path (or rule) it came from, so that an error about a
+  // replica key can name the OLMo-core field.
+  std::map<std::string, std::string> sources;
 };
 
 // True for a JSON object with a "_CLASS_" key (an OLMo-core config).
@@ -73,7 +80,17 @@ OlmoCoreImport ImportOlmoCoreConfig(const nlohmann::json& j, const std::string& 
 // Error listing every refusal (JSON path: reason) unless there are none.
 void RequireNoRefusals(const OlmoCoreImport& imported, const std::string& source);
 
-// Reads `path` and returns it parsed when it is an OLMo-core config.json, else null.
+// "\n  JSON path: reason" for each note.
+std::string NotesText(const std::vector<ImportNote>& notes);
+
+// RunConfig::FromYaml of the imported YAML; an error about a replica key names the JSON path it
+// came from (run/load_run_config.cc).
+RunConfig RunConfigFromImport(const OlmoCoreImport& imported, const std::string& source,
+                              const std::vector<std::string>& overrides);
+
+// Reads `path` and returns it parsed when it is an OLMo-core config.json (a JSON object with
+// "_CLASS_", after an optional UTF-8 byte order mark), else null. A config nested deeper than 64
+// levels is an Error (before it is parsed).
 nlohmann::json ReadOlmoCoreConfig(const std::string& path);
 
 // A run config from `path`: replica YAML, or an OLMo-core config.json (recognised by "_CLASS_").

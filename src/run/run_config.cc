@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 enum class Kind {
-  kInt, kUint, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList, kMixture,
+  kInt, kUint, kSeed, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList, kMixture,
   kJsonMap  // a mapping taken over as JSON (the model's RoPE settings)
 };
 
@@ -32,6 +32,7 @@ const char* KindName(Kind k) {
   switch (k) {
     case Kind::kInt: return "an integer";
     case Kind::kUint: return "a non-negative integer";
+    case Kind::kSeed: return "an integer seed (digits, below 2^63)";
     case Kind::kDouble: return "a number";
     case Kind::kBool: return "a boolean (true/false)";
     case Kind::kString: return "a string";
@@ -68,13 +69,13 @@ const std::vector<Field>& Fields() {
       {"data.paths", Kind::kPathList, false, REF(data.paths),
        "token files or globs (numpy format), in mix order"},
       {"data.seq_len", Kind::kInt, true, REF(data.seq_len), "tokens per instance"},
-      {"data.seed", Kind::kInt, true, REF(data.seed), "data order seed (shuffle uses seed + epoch)"},
+      {"data.seed", Kind::kSeed, true, REF(data.seed), "data order seed (shuffle uses seed + epoch)"},
       {"data.dtype", Kind::kString, true, REF(data.dtype), "token file dtype: uint32 or uint16"},
       {"data.mixture", Kind::kMixture, false, REF(data.mixture),
        "weighted sources instead of data.paths: [{name, paths, weight | tokens, max_repetition}]"},
       {"data.mixture_tokens", Kind::kInt, true, REF(data.mixture_tokens),
        "total token budget split by the sources' weights (0: each source's own tokens)"},
-      {"data.mixture_seed", Kind::kInt, true, REF(data.mixture_seed),
+      {"data.mixture_seed", Kind::kSeed, true, REF(data.mixture_seed),
        "seed of the mixture's per-source instance selection"},
       {"data.check_vocab", Kind::kBool, false, REF(data.check_vocab),
        "refuse token ids >= model.vocab_size"},
@@ -435,6 +436,17 @@ void ApplyField(RunConfig& c, const Field& f, const Entry& e) {
   const std::string& o = e.origin;
   switch (f.kind) {
     case Kind::kInt: *static_cast<int64_t*>(p) = ParseInt(o, e.key, e.value); break;
+    case Kind::kSeed: {
+      // A seed is an exact integer within int64, written as one (no float notation such as
+      // 1.5e3); a negative one is refused by Validate, naming the range.
+      const std::string t = e.value.IsScalar() ? e.value.Scalar() : "";
+      int64_t v = 0;
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (t.empty() || ec != std::errc() || end != t.data() + t.size())
+        TypeError(o, e.key, Kind::kSeed, e.value);
+      *static_cast<int64_t*>(p) = v;
+      break;
+    }
     case Kind::kUint: {
       int64_t v = ParseInt(o, e.key, e.value, Kind::kUint);
       Require(v >= 0, "{}config key '{}': expected a non-negative integer, got {}", Where(o),
@@ -716,6 +728,7 @@ void EmitValue(YAML::Emitter& e, Kind kind, const void* p) {
   switch (kind) {
     case Kind::kInt: e << *static_cast<const int64_t*>(p); break;
     case Kind::kUint: e << *static_cast<const uint64_t*>(p); break;
+    case Kind::kSeed: e << *static_cast<const int64_t*>(p); break;
     case Kind::kDouble: e << Num(*static_cast<const double*>(p)); break;
     case Kind::kBool: e << (*static_cast<const bool*>(p) ? "true" : "false"); break;
     case Kind::kString:

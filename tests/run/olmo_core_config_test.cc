@@ -99,15 +99,17 @@ TEST(OlmoCoreImport, Pretrain2AndMidtrainArePresets) {
   }
 }
 
-// Data packing, intra-document masking and float8 are refused; the YaRN is mapped (below).
+// Data packing, intra-document masking, the shuffled file order and float8 are refused; the YaRN
+// is mapped (below).
 TEST(OlmoCoreImport, LongContextRefusalsNameTheirPaths) {
   for (const char* spelling : {"sequence_mixer", "attention"}) {
     const OlmoCoreImport im = ImportOlmoCoreConfig(Stage("long-context", spelling), "lc", {});
     EXPECT_TRUE(Has(im.refused, "dataset")) << testing::PrintToString(Paths(im.refused));
     EXPECT_TRUE(Has(im.refused, "dataset.generate_doc_lengths"));
     EXPECT_TRUE(Has(im.refused, "train_module.float8_config.enabled"));
+    EXPECT_TRUE(Has(im.refused, "dataset.source_permutation_seed"));  // shuffles the file order
     EXPECT_TRUE(Has(im.ignored, "train_module.cp_config"));
-    EXPECT_EQ(im.refused.size(), 3u) << testing::PrintToString(Paths(im.refused));
+    EXPECT_EQ(im.refused.size(), 4u) << testing::PrintToString(Paths(im.refused));
     const std::string err = test::ErrorOf([&] { RequireNoRefusals(im, "lc.json"); });
     EXPECT_NE(err.find("train_module.float8_config.enabled"), std::string::npos) << err;
     EXPECT_EQ(err.find("rope.scaling"), std::string::npos) << err;
@@ -266,7 +268,7 @@ TEST(OlmoCoreImport, YarnThatReplicaCannotExpressIsRefusedByPath) {
   for (int l = 3; l < 32; l += 4) scaling(j, l)["attention_rescale_factor"] = 1.2079441541679836;
   const OlmoCoreImport im = ImportOlmoCoreConfig(j, "edited", {});
   EXPECT_TRUE(Has(im.ignored, o + "3" + sc + ".attention_rescale_factor"));
-  EXPECT_EQ(im.refused.size(), 3u) << testing::PrintToString(Paths(im.refused));
+  EXPECT_EQ(im.refused.size(), 4u) << testing::PrintToString(Paths(im.refused));
   // Absent fields take YaRNRoPEScalingConfig's defaults (8, 32, 1, 8192), and say so.
   json d = Stage("long-context");
   for (int l = 3; l < 32; l += 4)
@@ -326,6 +328,65 @@ TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {
     EXPECT_TRUE(Has(im.refused, c.path))
         << c.path << " not in " << testing::PrintToString(Paths(im.refused));
   }
+}
+
+json Official(const std::string& stage) {
+  return json::parse(ReadFile(Fixture("official/OLMo-3-1025-7B-" + stage + ".json")));
+}
+
+// Fields accepted only at the values that change nothing: accepted there (and nothing refused),
+// refused with the JSON path at any other value.
+TEST(OlmoCoreImport, ValueBoundFieldsAreAcceptedOnlyWhereTheyChangeNothing) {
+  struct Case {
+    std::string path;  // JSON path, dot-separated
+    json neutral, other;
+  };
+  const std::vector<Case> cases = {
+      {"model.block.sequence_mixer.rope.partial_rotary_factor", 1.0, 0.5},
+      {"model.tie_word_embeddings", false, true},
+      {"model.block.sequence_mixer.scalable_softmax", false, true},
+      {"train_module.dp_config.reduce_dtype", "float32", "bfloat16"},
+      {"train_module.dp_config.accumulate_grads_in_fp32", true, false},
+      {"train_module.optim.step_increment_bugfix", true, false},
+      {"model.block.sequence_mixer.mxfp8_projections", false, true},
+  };
+  for (const Case& c : cases) {
+    for (const json& v : {c.neutral, c.other}) {
+      json j = Official("pretrain-1");
+      json* at = &j;
+      for (size_t a = 0, b; a <= c.path.size(); a = b + 1) {
+        b = c.path.find('.', a);
+        if (b == std::string::npos) b = c.path.size();
+        at = &(*at)[c.path.substr(a, b - a)];
+      }
+      *at = v;
+      const OlmoCoreImport im = ImportOlmoCoreConfig(j, "edited", {});
+      if (v == c.neutral) {
+        EXPECT_TRUE(im.refused.empty()) << c.path << " = " << v.dump() << ": "
+                                        << testing::PrintToString(Paths(im.refused));
+      } else {
+        EXPECT_TRUE(Has(im.refused, c.path)) << c.path << " = " << v.dump() << ": "
+                                             << testing::PrintToString(Paths(im.refused));
+      }
+    }
+  }
+}
+
+// The official configs as OLMo-core 3.0.0 writes them: nothing unknown, the recipe's precision
+// mapped, the field of a newer OLMo-core refused with its path.
+TEST(OlmoCoreImport, OfficialConfigsImportWithTheirPrecision) {
+  for (const char* stage : {"pretrain-1", "pretrain-2", "midtrain"}) {
+    const OlmoCoreImport im = ImportOlmoCoreConfig(Official(stage), stage, {});
+    EXPECT_TRUE(im.refused.empty()) << stage << testing::PrintToString(Paths(im.refused));
+    EXPECT_EQ(FromImport(im, {"train.max_steps=10"}).compute.precision, "bf16") << stage;
+  }
+  json j = Official("pretrain-1");
+  j["model"]["block"]["sequence_mixer"]["rope"]["frequency_warp"] = 2.0;  // not an OLMo-core field
+  const OlmoCoreImport im = ImportOlmoCoreConfig(j, "newer.json", {});
+  ASSERT_EQ(im.refused.size(), 1u) << testing::PrintToString(Paths(im.refused));
+  EXPECT_EQ(im.refused[0].json_path, "model.block.sequence_mixer.rope.frequency_warp");
+  EXPECT_NE(im.refused[0].reason.find("unknown field of olmo_core.nn.rope.RoPEConfig"),
+            std::string::npos);
 }
 
 TEST(OlmoCoreImport, YamlLoadsToTheSameConfigAsTheJson) {
