@@ -63,7 +63,7 @@ def main():
                 "--epoch 0", f"OLMo-core: {ref_msg!r}; replica: exit {rc}, {msg!r}",
                 "both refuse; replica exit 2 with OLMo-core's wording, no output",
                 ref_msg is not None and rc == 2 and not out and
-                "'epoch' must be at least 1, got 0" in msg and ref_msg.startswith(
+                "'epoch' must be at least 1" in msg and "(got 0)" in msg and ref_msg.startswith(
                     "'epoch' must be at least 1, got 0"))
     common.log(f"data order: done in {time.time() - t0:.1f} s")
 
