@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/set_option.h"
 #include "cli/olmo_core_options.h"
+#include "core/interrupt.h"
 #include "parallel/communicator.h"
 #include "parallel/checkpoint_group.h"
 #include "parallel/data_parallel.h"
@@ -122,6 +123,8 @@ replica::cli::CommandRegistration reg(
             dump->Write(step, instances, tokens, rows, seq_len);
           };
         }
+        // SIGINT, SIGTERM, SIGHUP, SIGUSR1: finish the step, checkpoint it, exit 128 + signal.
+        replica::InstallInterruptHandlers();
         const replica::TrainSummary summary = replica::Train(options);
         // A rerun of a finished run trains no step and scans nothing: no leak-guard line then.
         if (guard && guard->Stats()["batches"].get<long long>() > 0) {
@@ -133,7 +136,7 @@ replica::cli::CommandRegistration reg(
                        1e3 * g["seconds_per_batch_max"].get<double>());
         }
         if (args->json && comm->rank() == 0) std::printf("%s\n", summary.ToJson().dump(2).c_str());
-        return 0;
+        return summary.interrupted_signal != 0 ? 128 + summary.interrupted_signal : 0;
       };
     });
 

@@ -1,8 +1,11 @@
 #include "parallel/launch.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cerrno>
 #include <cstdio>
@@ -68,7 +71,44 @@ class LaunchLog {
   std::ofstream out_;
 };
 
-// Runs argv, waits; returns the exit code, or 128 + signal for a killed child.
+// Signals launch passes on to the job. mpirun runs in a process group of its own (so a terminal's
+// Ctrl-C reaches launch alone) and its ranks each in theirs, so the job is reached through mpirun:
+// Open MPI 4 forwards SIGUSR1 to every rank at once, while on SIGTERM or SIGINT it sends the ranks
+// SIGTERM and, a second later (odls_base_sigkill_timeout), SIGKILL, too soon for a checkpoint. So
+// the first signal goes on as SIGUSR1 (each rank finishes its step, checkpoints it and exits,
+// core/interrupt.h) and a second one as SIGTERM (the ranks stop at once).
+std::atomic<int> g_signal{0};        // the first signal launch caught
+std::atomic<int> g_signals_seen{0};  // how many
+std::atomic<pid_t> g_job_group{0};   // mpirun's process group while an attempt runs
+
+extern "C" void ForwardToJob(int sig) {
+  int expected = 0;
+  g_signal.compare_exchange_strong(expected, sig);
+  const int seen = g_signals_seen.fetch_add(1) + 1;
+  const pid_t group = g_job_group.load();
+  if (group > 0) ::kill(-group, seen == 1 ? SIGUSR1 : SIGTERM);
+}
+
+void InstallForwarding() {
+  struct sigaction sa {};
+  sa.sa_handler = ForwardToJob;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) ::sigaction(s, &sa, nullptr);
+}
+
+const char* Name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    default: return "a signal";
+  }
+}
+
+// Runs argv in a process group of its own, waits; returns the exit code, or 128 + signal for a
+// killed child.
 int RunChild(const std::vector<std::string>& argv, bool keep_fault_env) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -78,6 +118,8 @@ int RunChild(const std::vector<std::string>& argv, bool keep_fault_env) {
   const pid_t pid = ::fork();
   Require(pid >= 0, "launch: fork failed: {}", std::strerror(errno));
   if (pid == 0) {
+    ::setpgid(0, 0);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) ::signal(s, SIG_DFL);
     if (!keep_fault_env) {
       ::unsetenv("REPLICA_FAULT");
       ::unsetenv("REPLICA_FAULT_RANK");
@@ -87,10 +129,15 @@ int RunChild(const std::vector<std::string>& argv, bool keep_fault_env) {
                  std::strerror(errno));
     std::_Exit(127);
   }
+  ::setpgid(pid, pid);  // also here, so the group exists before the handler may use it
+  g_job_group.store(pid);
+  // A signal that came while the job was being started.
+  if (g_signals_seen.load() > 0) ::kill(-pid, g_signals_seen.load() == 1 ? SIGUSR1 : SIGTERM);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     Require(errno == EINTR, "launch: waitpid failed: {}", std::strerror(errno));
   }
+  g_job_group.store(0);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
@@ -166,8 +213,13 @@ int Launch(const LaunchOptions& o) {
   const std::string mpirun = FindMpirun(o.mpirun);
   const std::string binary = o.replica_binary.empty() ? SelfExecutable() : o.replica_binary;
   LaunchLog log(run_dir);
+  InstallForwarding();
 
   for (int attempt = 0; attempt <= o.max_retries; ++attempt) {
+    if (const int sig = g_signal.load(); sig != 0) {
+      log("interrupted by {} before attempt {}: not starting it", Name(sig), attempt + 1);
+      return 128 + sig;
+    }
     const int ranks = o.ranks[std::min<size_t>(static_cast<size_t>(attempt), o.ranks.size() - 1)];
     const auto found = FindLatestValid(run_dir);
     log("attempt {} of {}: {} rank(s), {}", attempt + 1, o.max_retries + 1, ranks,
@@ -176,6 +228,17 @@ int Launch(const LaunchOptions& o) {
     const auto argv = MpirunArgv(mpirun, ranks, o.mpirun_args, binary, o.command);
     log("run: {}", Quote(argv));
     const int rc = RunChild(argv, /*keep_fault_env=*/attempt == 0);
+    if (const int sig = g_signal.load(); sig != 0) {
+      const auto kept = FindLatestValid(run_dir);
+      log("interrupted by {}{}: forwarded to mpirun's process group as SIGUSR1{}; the job exited "
+          "with status {}; {}; not retrying",
+          Name(sig), g_signals_seen.load() > 1 ? " (twice)" : "",
+          g_signals_seen.load() > 1 ? ", then SIGTERM" : "", rc,
+          kept ? fmt::format("newest complete checkpoint {} (step {}): rerun to resume",
+                             kept->dir, kept->step)
+               : std::string("no complete checkpoint"));
+      return 128 + sig;
+    }
     if (rc == 0) {
       log("attempt {} with {} rank(s) succeeded", attempt + 1, ranks);
       return 0;

@@ -15,6 +15,11 @@
 //    newest complete checkpoint it will resume from, the rank count of the next attempt;
 //  - fault injection (REPLICA_FAULT, REPLICA_FAULT_RANK) reaches the first attempt only, so a
 //    test's injected crash is not repeated by the restart;
+//  - SIGINT, SIGTERM, SIGHUP or SIGUSR1 sent to launch reach the job through mpirun's process group
+//    (mpirun runs in a group of its own): the first as SIGUSR1, which mpirun forwards to every rank
+//    and each rank answers by checkpointing its current step (core/interrupt.h); a second one as
+//    SIGTERM, which stops the ranks at once. Launch waits for mpirun, logs the signal and the
+//    newest complete checkpoint, starts no further attempt and exits 128 + the first signal;
 //  - a missing mpirun, a rank count below 1, or a command without --run-dir is an Error (exit 2)
 //    before anything runs. Which rank counts a run accepts depends on its config (parallel.sharding:
 //    zero3 takes any count that divides the micro-batches, zero1 with the tree a power of two); the

@@ -79,6 +79,17 @@ MetricsWriter::MetricsWriter(const std::string& run_dir, std::optional<int64_t> 
   Require(!ec, "{}: cannot create run directory: {}", run_dir, ec.message());
   std::string kept;
   if (resume_step && fs::exists(path_, ec)) kept = KeptLines(path_, *resume_step);
+  if (!resume_step && fs::is_regular_file(path_, ec) && fs::file_size(path_, ec) > 0 && !ec) {
+    for (int n = 1;; ++n) {
+      const std::string aside = path_ + "." + std::to_string(n);
+      if (fs::exists(fs::symlink_status(aside, ec))) continue;
+      fs::rename(path_, aside, ec);
+      Require(!ec, "{}: cannot move the earlier metrics aside to {}: {}", path_, aside,
+              ec.message());
+      moved_aside_ = aside;
+      break;
+    }
+  }
   WriteFileAtomic(path_, kept);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd_ < 0) Fail("{}: cannot open for appending: {}", path_, std::strerror(errno));

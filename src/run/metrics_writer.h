@@ -6,7 +6,9 @@
 // Promises:
 //  - After a resume the file describes ONE trajectory: opening with resume_step = S first rewrites
 //    the file atomically keeping only the lines with step <= S (byte for byte), then appends. A
-//    fresh run (resume_step = nullopt) starts from an empty file. So the trainer must write a
+//    fresh run (resume_step = nullopt) starts from an empty file; a non-empty metrics.jsonl already
+//    there is first renamed to metrics.jsonl.N (the smallest N not taken; moved_aside() says
+//    where), never truncated. So the trainer must write a
 //    step's lines (eval included) BEFORE saving that step's checkpoint.
 //  - Each Write() is one write(2) of a whole line: a killed process leaves complete lines (at
 //    worst a torn last line, which the next open drops with a warning).
@@ -35,9 +37,11 @@ class MetricsWriter {
   // `line` must be an object with a non-negative integer "step". Error naming the file on failure.
   void Write(const nlohmann::json& line);
   const std::string& path() const { return path_; }
+  // Where a fresh run moved an earlier metrics.jsonl, "" when it did not.
+  const std::string& moved_aside() const { return moved_aside_; }
 
  private:
-  std::string path_;
+  std::string path_, moved_aside_;
   int fd_ = -1;
 };
 

@@ -126,7 +126,7 @@ const std::vector<Field>& Fields() {
       {"optim.schedule.decay_min_lr", Kind::kDouble, true, REF(optim.schedule.decay_min_lr),
        "wsd: LR at t_max"},
       {"checkpoint.interval", Kind::kInt, false, REF(checkpoint.interval),
-       "steps between checkpoints (0 = only at the end)"},
+       "steps between checkpoints (default 1000; 0 = only at the end)"},
       {"checkpoint.keep", Kind::kInt, false, REF(checkpoint.keep),
        "newest complete checkpoints to keep"},
       {"eval.interval", Kind::kInt, false, REF(eval.interval),

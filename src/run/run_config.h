@@ -78,7 +78,7 @@ struct RunConfig {
   } optim;
 
   struct Checkpoint {
-    int64_t interval = 0;  // steps between checkpoints; 0 = only at the end
+    int64_t interval = 1000;  // steps between checkpoints; 0 = only at the end
     int64_t keep = 2;      // newest complete checkpoints kept
   } checkpoint;
 

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/plural.h"
 #include "core/profile.h"
@@ -216,6 +217,11 @@ class TrainingRun {
   void StopIfDiverged() { non_finite_.StopIfDiverged(); }
   void MaybeEvaluate(int64_t s);
   void MaybeCheckpoint(int64_t s);
+  // Collective: the signal (core/interrupt.h) that stops the run after step s, agreed by every
+  // rank (the largest number caught on any rank), or 0 to go on.
+  int AgreedInterrupt();
+  // Writes step s's checkpoint unless MaybeCheckpoint just did, and records the signal.
+  void CheckpointForInterrupt(int64_t s, int signal);
   TrainSummary Finish();  // waits for the last checkpoint, prints the summary
 
  private:
@@ -245,6 +251,7 @@ class TrainingRun {
   SkipStepRule skip_;
   NonFiniteGuard non_finite_;
   int64_t step_ = 0, tokens_ = 0;
+  int64_t saved_step_ = -1;  // the step of the last checkpoint this run started writing
 
   std::optional<MetricsWriter> metrics_;
   std::optional<ShardedCheckpointWriter> checkpoints_;  // on every rank
@@ -358,6 +365,9 @@ void TrainingRun::OpenOutputs() {
   if (writer_)
     metrics_.emplace(opt_.run_dir,
                      start_.resume ? std::optional<int64_t>(step_) : std::nullopt);
+  if (metrics_ && !metrics_->moved_aside().empty())
+    log_->Line(fmt::format("fresh start: the earlier {} moved to {}", metrics_->path(),
+                           metrics_->moved_aside()));
   checkpoints_.emplace(CheckpointWriterOptions{.run_dir = opt_.run_dir,
                                                .keep = static_cast<int>(cfg_.checkpoint.keep),
                                                .background = true},
@@ -541,7 +551,25 @@ void TrainingRun::MaybeCheckpoint(int64_t s) {
     checkpoints_->Poll();  // completes a write in flight once every rank's files are written
 }
 
+int TrainingRun::AgreedInterrupt() {
+  const int mine = InterruptSignal();
+  if (group_.AllTrue(mine == 0)) return 0;
+  // The largest signal number on any rank, one bit at a time from the top (numbers < 64).
+  int agreed = 0;
+  for (int bit = 5; bit >= 0; --bit) {
+    const int candidate = agreed | (1 << bit);
+    if (!group_.AllTrue(mine < candidate)) agreed = candidate;
+  }
+  return agreed;
+}
+
+void TrainingRun::CheckpointForInterrupt(int64_t s, int signal) {
+  if (saved_step_ != s) SaveCheckpoint(s);
+  summary_.interrupted_signal = signal;
+}
+
 void TrainingRun::SaveCheckpoint(int64_t s) {
+  saved_step_ = s;
   TrainState st;
   st.step = s;
   st.tokens = tokens_;
@@ -603,6 +631,9 @@ TrainSummary TrainingRun::Finish() {
                            summary.start_step + 2, summary.end_step,
                            ProfileTable(step_profile_, sum_step_s_)));
   }
+  if (summary_.interrupted_signal != 0)
+    log_->Line(fmt::format("interrupted at step {} ({}): checkpoint written, rerun to resume",
+                           summary_.end_step, SignalName(summary_.interrupted_signal)));
   return summary;
 }
 
@@ -622,6 +653,7 @@ nlohmann::json TrainSummary::ToJson() const {
           {"mean_mfu", mean_mfu},
           {"peak_flops", peak_flops},
           {"last_checkpoint", last_checkpoint},
+          {"interrupted_signal", interrupted_signal},
           {"step_profile", step_profile}};
 }
 
@@ -638,6 +670,13 @@ TrainSummary Train(const TrainerOptions& options) {
     run.MaybeEvaluate(r.step);
     fault::MaybeKill(fault::FaultPoint::kStep, r.step);
     run.MaybeCheckpoint(r.step);
+    // Every rank looks at the same step boundary, so all of them write the same step.
+    if (!run.done()) {
+      if (const int signal = run.AgreedInterrupt(); signal != 0) {
+        run.CheckpointForInterrupt(r.step, signal);
+        break;
+      }
+    }
   }
   return run.Finish();
 }

@@ -71,6 +71,9 @@ struct TrainSummary {
   double first_loss = 0, last_loss = 0;  // of this process's first and last step
   double wall_s = 0, mean_tokens_per_s = 0, mean_mfu = 0, peak_flops = 0;
   std::string last_checkpoint;
+  // The signal that stopped the run before train.max_steps (core/interrupt.h), 0 when none: the
+  // run wrote a checkpoint of its last step and `replica train` exits with 128 + this number.
+  int interrupted_signal = 0;
   // Seconds by kind of work (core/profile.h) summed over this process's steps but its first (one-time
   // allocations), plus "steps" and "step_seconds"; evaluations and checkpoint saves between steps
   // are not in it.
