@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "core/clock.h"
 #include "cli/compute_flags.h"
 #include "core/error.h"
@@ -214,7 +215,8 @@ replica::cli::CommandRegistration reg(
       app.add_option("--seq", a->seq, "sequence length")->capture_default_str();
       app.add_option("--steps", a->steps, "timed steps (median reported)")->capture_default_str();
       app.add_option("--warmup", a->warmup, "untimed warm-up steps first")->capture_default_str();
-      app.add_option("--threads", a->threads, "threads (default: all cores)");
+      app.add_option("--threads", a->threads, "threads (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads));
       app.add_option("--seed", a->seed, "seed of the random weights and tokens")
           ->capture_default_str();
       app.add_option("--peak-size", a->peak_size, "n of the n×n×n GEMM that measures the peak")

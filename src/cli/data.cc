@@ -149,7 +149,7 @@ struct BatchArgs {
   std::string dtype = "uint32", tokenizer = "dolma2";
   uint64_t vocab_size = 100278;
   int64_t eos_id = 100257, pad_id = 100277, bos_id = -1, max_target_seq_len = -1;
-  bool json = false;
+  bool json = false, seed_given = false;
 };
 
 std::vector<std::string> ReadPathList(const std::string& file) {
@@ -224,6 +224,8 @@ int RunBatch(BatchArgs a) {
             "give --config (a run config or OLMo-core config.json) or --data-paths FILE with "
             "--seq-len, --seed and --global-batch");
     Require(a.seq_len > 0, "--data-paths needs --seq-len");
+    Require(a.seed_given, "--data-paths needs --seed (the data loader's seed; OLMo-core's "
+            "data_loader.seed)");
     Require((a.global_batch > 0) != (a.global_batch_tokens > 0),
             "--data-paths needs one of --global-batch (instances) or --global-batch-tokens");
     for (std::string p : ReadPathList(a.import.data_paths_file)) {
@@ -379,8 +381,10 @@ CommandRegistration reg(
           "batch", "the instances of global batch N (file, offset, first tokens decoded), "
                    "reading only file sizes and those instances");
       batch->add_option("N", ba->batch, "global batch, 0-based, counted across epochs")
+          ->check(Int64())
           ->check(AtLeast(0));
       batch->add_option("--step", ba->step, "trainer step S (1-based): global batch S - 1")
+          ->check(Int64())
           ->check(AtLeast(1));
       batch->add_option("--config", ba->config,
                         "a run config (YAML) or an OLMo-core config.json naming the data");
@@ -388,7 +392,8 @@ CommandRegistration reg(
       AddOlmoCoreOptions(*batch, ba->import);
       const std::string with_paths = "with --data-paths: ";
       AddTokenFileOptions(*batch, ba->seq_len, ba->dtype, with_paths);
-      AddOrderOptions(*batch, ba->seed, ba->global_batch, with_paths);
+      AddOrderOptions(*batch, ba->seed, ba->global_batch, with_paths)
+          .first->each([ba](const std::string&) { ba->seed_given = true; });
       batch->add_option("--global-batch-tokens", ba->global_batch_tokens,
                         "with --data-paths: tokens per global batch (OLMo-core global_batch_size)");
       batch->add_option("--vocab-size", ba->vocab_size,

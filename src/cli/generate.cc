@@ -1,24 +1,29 @@
 // `replica generate --model DIR (--prompt TEXT... | --prompts FILE.jsonl)`: continues each prompt
 // with the KV-cache decoder (infer/), greedy or sampled, streaming the text to stdout as tokens
 // come; tokens/s on stderr at the end. Exit 2 on bad input (a prompt longer than the context, a
-// missing shard, an unknown tokenizer...).
+// missing shard, an unknown tokenizer...). A token budget past the context stops there with a
+// warning, as transformers stops at max_length.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <memory>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/validators.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "infer/generate.h"
 #include "infer/memory_bandwidth.h"
 #include "infer/model_weights.h"
+#include "infer/sampler.h"
 #include "tokenizer/tokenizer_registry.h"
 
 namespace replica::cli {
@@ -30,7 +35,7 @@ struct GenerateArgs {
   int64_t max_new_tokens = 64, context = 0;
   SamplingOptions sampling;
   std::string weights = "auto";
-  bool ignore_eos = false, json = false, report_bound = false;
+  bool ignore_eos = false, json = false, report_bound = false, tokenizer_given = false;
   int threads = 0;
 };
 
@@ -41,7 +46,11 @@ class Codec {
     if (spec != "bytes") tok_ = &SharedTokenizer(spec);
   }
   std::vector<int32_t> Encode(const std::string& text) const {
-    if (!tok_) return {text.begin(), text.end()};
+    if (!tok_) {  // bytes 0x80..0xff are ids 128..255
+      std::vector<int32_t> ids;
+      for (const unsigned char ch : text) ids.push_back(ch);
+      return ids;
+    }
     std::vector<uint32_t> ids = tok_->Encode(text);
     return {ids.begin(), ids.end()};
   }
@@ -57,8 +66,13 @@ class Codec {
 };
 
 std::vector<std::string> ReadPrompts(const std::string& path) {
-  std::ifstream in(path);
-  Require(in.good(), "--prompts {}: cannot open", path);
+  std::string text;
+  try {
+    text = ReadFile(path);  // a regular file only: a FIFO, directory or device is refused
+  } catch (const Error& e) {
+    Fail("--prompts {}", e.what());
+  }
+  std::istringstream in(text);
   std::vector<std::string> out;
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {
@@ -74,6 +88,8 @@ std::vector<std::string> ReadPrompts(const std::string& path) {
             "--prompts {}:{}: expected an object with a string \"prompt\" (or \"text\")", path, n);
     out.push_back(j[key].get<std::string>());
   }
+  Require(!out.empty(), "--prompts {}: {}, no prompt in it", path,
+          text.empty() ? "the file is empty" : "only blank lines");
   return out;
 }
 
@@ -85,9 +101,20 @@ int RunGenerate(const GenerateArgs& a) {
     prompts.insert(prompts.end(), more.begin(), more.end());
   }
   Require(!prompts.empty(), "generate: give --prompt TEXT or --prompts FILE.jsonl");
+  (void)Sampler(a.sampling);  // --temperature, --top-k, --top-p before the weights are read
+  // Without --tokenizer, the model directory's own tokenizer.json when it has one.
+  std::string tokenizer = a.tokenizer;
+  if (!a.tokenizer_given) {
+    const std::filesystem::path own = std::filesystem::path(a.model) / "tokenizer.json";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(own, ec)) {
+      tokenizer = own.string();
+      std::fprintf(stderr, "generate: tokenizer %s (the model directory's)\n", tokenizer.c_str());
+    }
+  }
   InferenceModel model(ModelWeights::Open(a.model));
   const ModelConfig& c = model.config();
-  const Codec codec(a.tokenizer);
+  const Codec codec(tokenizer);
   std::vector<std::vector<int32_t>> ids;
   int64_t longest = 0;
   for (const std::string& p : prompts) {
@@ -101,12 +128,23 @@ int RunGenerate(const GenerateArgs& a) {
   }
   const int64_t max_pos = c.max_position_embeddings > 0 ? c.max_position_embeddings : INT64_MAX;
   const int64_t context = a.context > 0 ? a.context : std::min(max_pos, longest + a.max_new_tokens);
+  // A prompt must fit the context; its new tokens stop where the context ends.
+  std::vector<int64_t> budget(ids.size(), a.max_new_tokens);
+  const char* context_from = a.context > 0 ? " (--context)" : " (max_position_embeddings)";
   for (size_t i = 0; i < ids.size(); ++i) {
-    Require(static_cast<int64_t>(ids[i].size()) + a.max_new_tokens <= context,
-            "generate: prompt {} has {} tokens; with --max-new-tokens {} it needs {} positions, more "
-            "than the context of {}{}", i + 1, ids[i].size(), a.max_new_tokens,
-            ids[i].size() + a.max_new_tokens, context,
-            a.context > 0 ? " (--context)" : " (max_position_embeddings)");
+    const auto n = static_cast<int64_t>(ids[i].size());
+    Require(n < context, "generate: prompt {} has {} tokens: the context of {}{} leaves no room "
+            "for a new token", i + 1, n, context, context_from);
+    if (n + a.max_new_tokens > context) {
+      budget[i] = context - n;
+      std::fprintf(stderr,
+                   "replica: warning: generate: prompt %zu has %lld tokens; with --max-new-tokens "
+                   "%lld it would need %lld positions, more than the context of %lld%s: stopping "
+                   "after %lld new tokens\n",
+                   i + 1, static_cast<long long>(n), static_cast<long long>(a.max_new_tokens),
+                   static_cast<long long>(n + a.max_new_tokens), static_cast<long long>(context),
+                   context_from, static_cast<long long>(budget[i]));
+    }
   }
   const Decoder::Weights placement = a.weights == "copy"     ? Decoder::Weights::kCopied
                                      : a.weights == "mapped" ? Decoder::Weights::kMapped
@@ -127,6 +165,7 @@ int RunGenerate(const GenerateArgs& a) {
   double decode_s = 0, prefill_s = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     o.sampling.seed = a.sampling.seed + i;
+    o.max_new_tokens = budget[i];
     std::string completion;
     if (!a.json) {
       std::fputs(prompts[i].c_str(), stdout);
@@ -186,7 +225,9 @@ CommandRegistration reg(
       app.add_option("--prompt", a->prompts, "prompt text (repeatable)");
       app.add_option("--prompts", a->prompts_file, "JSONL of {\"prompt\": text} (or \"text\") lines");
       app.add_option("--tokenizer", a->tokenizer,
-                     "dolma2 | bytes (one id per byte; tiny test models) | path/to/tokenizer.json")
+                     "dolma2 | bytes (one id per byte; tiny test models) | path/to/tokenizer.json "
+                     "(default: the model directory's tokenizer.json, else dolma2)")
+          ->each([a](const std::string&) { a->tokenizer_given = true; })
           ->capture_default_str();
       app.add_option("--max-new-tokens", a->max_new_tokens, "token budget per prompt")
           ->capture_default_str();
@@ -199,7 +240,8 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--context", a->context,
                      "KV-cache positions (default: longest prompt + max-new-tokens, at most "
-                     "max_position_embeddings)");
+                     "max_position_embeddings)")
+          ->check(AtLeast(1));
       app.add_flag("--report-bound", a->report_bound,
                    "after generating, measure memory read bandwidth and report decode tokens/s "
                    "against the bound (weight bytes per step / bandwidth)");
@@ -210,7 +252,8 @@ CommandRegistration reg(
           ->check(CLI::IsMember({"auto", "copy", "mapped"}))
           ->capture_default_str();
       app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at the end-of-sequence token");
-      app.add_option("--threads", a->threads, "threads (default: all cores)");
+      app.add_option("--threads", a->threads, "threads (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads));
       app.add_flag("--json", a->json, "one object per prompt as JSON on stdout (no streamed text)");
       return [a] { return RunGenerate(*a); };
     });

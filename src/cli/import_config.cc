@@ -64,7 +64,11 @@ int RunImport(const ImportArgs& a) {
   if (a.out.empty()) {
     std::fputs(im.yaml.c_str(), stdout);
   } else {
-    WriteFileAtomic(a.out, im.yaml);
+    try {
+      WriteFileAtomic(a.out, im.yaml);
+    } catch (const Error& e) {
+      Fail("--out {}", e.what());
+    }
   }
   if (!a.quiet) {
     std::fprintf(stderr, "replica: %s: %zu setting(s) ignored (listed in the YAML header)%s\n",

@@ -1,7 +1,10 @@
 // replica: one binary, one subcommand per file in src/cli/ (docs/design.md §5).
 // Exit codes: 0 success, 1 a check failed, 2 bad input or usage.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 
 #include "cli/command.h"
 #include "cli/parse_error.h"
@@ -13,6 +16,23 @@ std::vector<CommandSpec>& Registry() {
   return registry;
 }
 }  // namespace replica::cli
+
+namespace {
+
+// What a command printed must have reached stdout: a full disk or a closed pipe behind `> FILE`
+// would otherwise leave a cut output and exit 0. A failed write makes the exit status 2.
+int FinishStdout(int rc) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int e = errno;
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return rc;
+  std::fprintf(stderr, "replica: error: writing to standard output failed%s%s: the output is "
+               "incomplete\n", e != 0 ? ": " : "", e != 0 ? std::strerror(e) : "");
+  return rc == 0 ? 2 : rc;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace replica::cli;
@@ -36,7 +56,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     for (auto& [sub, run] : commands) {
-      if (sub->parsed()) return run();
+      if (sub->parsed()) return FinishStdout(run());
     }
     return 2;
   } catch (const replica::Error& e) {

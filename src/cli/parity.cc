@@ -48,8 +48,10 @@ replica::cli::CommandRegistration reg(
       app.add_option("--seed", a->against.seed, "--against without --tokens: seed of the uniform random ids")
           ->capture_default_str();
       app.add_option("--batch", a->against.batch, "--against: sequences")->capture_default_str();
-      app.add_option("--seq-len", a->against.seq_len, "--against: tokens per sequence")
-          ->capture_default_str();
+      app.add_option("--seq-len", a->against.seq_len,
+                     "--against: tokens per sequence (default: 512, or the shorter context of the "
+                     "two models)")
+          ->check(replica::cli::AtLeast(1));
       app.add_option("--chunk-rows", a->against.chunk_rows,
                      "--against: positions whose logits are made at once")
           ->capture_default_str();
@@ -68,7 +70,8 @@ replica::cli::CommandRegistration reg(
                      "gradient's norm (a tensor whose gradient is zero, e.g. q/k at T = 1)")
           ->capture_default_str()
           ->check(replica::cli::NonNegative());
-      app.add_option("--threads", a->threads, "threads (default: all cores)");
+      app.add_option("--threads", a->threads, "threads (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads));
       app.add_flag("--json", a->json, "print JSON on stdout");
       app.add_flag("--no-progress", a->no_progress,
                    "--against: no progress line on stderr (layers of both models, logit chunks)");

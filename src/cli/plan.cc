@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/set_option.h"
 #include "core/byte_size.h"
+#include "core/error.h"
 #include "cli/olmo_core_options.h"
 #include "run/olmo_core_config.h"
 #include "run/plan.h"
@@ -53,8 +54,12 @@ replica::cli::CommandRegistration reg(
         }
         replica::PlanOptions options;
         options.world = args->world;
-        if (!args->memory.empty())
+        if (!args->memory.empty()) {
           options.memory = replica::ParseByteSize(args->memory, "--memory");
+          replica::Require(*options.memory > 0,
+                           "--memory {}: must be more than 0 bytes (leave it out for this "
+                           "machine's memory)", args->memory);
+        }
         options.lr_steps = steps;
         const replica::RunPlan plan = replica::MakePlan(config, options);
         if (args->json) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "core/error.h"
 #include "core/plural.h"
 #include "core/threads.h"
@@ -41,7 +42,8 @@ replica::cli::CommandRegistration reg(
                      "file (one document); .gz / .zst compressed allowed")
           ->required();
       app.add_option("--out", a->out, "output directory (created if missing)")->required();
-      app.add_option("--threads", a->threads, "threads (default: all cores)");
+      app.add_option("--threads", a->threads, "threads (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads));
       a->eos_option = app.add_option("--eos-id", a->eos_id,
                                      "EOS id appended after each document (default: the "
                                      "tokenizer's, 100257 for dolma2)");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "core/error.h"
 #include "core/plural.h"
 #include "core/threads.h"
@@ -124,7 +125,8 @@ replica::cli::CommandRegistration reg(
       CLI::App* bench = app.add_subcommand("bench", "encoding throughput on the texts of a JSONL file");
       AddTokenizerOption(bench, a.get());
       bench->add_option("--jsonl", a->jsonl, "input JSONL ('-' = stdin; .gz/.zst ok)")->required();
-      bench->add_option("--threads", a->threads, "threads (default: all cores)");
+      bench->add_option("--threads", a->threads, "threads (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads));
       bench->add_option("--repeat", a->repeat, "timed runs (best is reported)")->capture_default_str();
       bench->add_flag("--json", a->json, "print JSON on stdout");
       return [a, enc, dec, info, bench]() -> int {

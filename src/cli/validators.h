@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -67,6 +68,23 @@ inline CLI::Validator Between(long long lo, long long hi) {
         return "";
       },
       fmt::format("INT in [{}, {}]", lo, hi));
+}
+
+// An integer that int64 holds (CLI11 would clamp a larger one to 2^63 - 1 without a word). Put it
+// before AtLeast / Between, which read the number as a double.
+inline CLI::Validator Int64() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        (void)std::strtoll(s.c_str(), &end, 10);
+        if (s.empty() || *end != '\0') return fmt::format("expected an integer, got '{}'", s);
+        if (errno == ERANGE)
+          return fmt::format("must be between -9223372036854775808 and 9223372036854775807 "
+                             "(got {})", s);
+        return "";
+      },
+      "INT64");
 }
 
 }  // namespace replica::cli

@@ -1,6 +1,7 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,8 +14,39 @@
 
 namespace replica {
 
+namespace {
+
+// `path` itself, or the regular file a symbolic link at `path` names (so the link survives the
+// rename). Error when `path` is a device, FIFO, socket or directory, or a link to one: the rename
+// would put a regular file in its place (a write to /dev/stdout would replace the device node).
+std::string WritablePath(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return path;  // a new file
+  if (S_ISREG(st.st_mode)) return path;
+  if (S_ISLNK(st.st_mode)) {
+    struct stat target {};
+    if (::stat(path.c_str(), &target) != 0)
+      Fail("{}: a symbolic link to a missing file ({}); replica will not write through it", path,
+           std::strerror(errno));
+    if (S_ISREG(target.st_mode)) {
+      std::error_code ec;
+      const auto real = std::filesystem::canonical(path, ec);
+      if (ec) Fail("{}: cannot resolve the symbolic link: {}", path, ec.message());
+      return real.string();
+    }
+    Fail("{}: a symbolic link to {}, not a regular file; replica writes files by replacing them "
+         "and will not replace it (give a file path)",
+         path, FileTypeName(target.st_mode));
+  }
+  Fail("{}: is {}, not a regular file; replica writes files by replacing them and will not "
+       "replace it (give a file path)",
+       path, FileTypeName(st.st_mode));
+}
+
+}  // namespace
+
 AtomicFileWriter::AtomicFileWriter(std::string path)
-    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+    : path_(WritablePath(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) Fail("{}: cannot create: {}", tmp_, std::strerror(errno));
 }

@@ -1,7 +1,9 @@
 // Crash-safe file writing (docs/design.md §2.6): data goes to "<path>.tmp.<pid>", is flushed and
 // fsync'ed, then renamed over <path>, and the directory is fsync'ed. A failure (full disk, killed
 // process) leaves either the old file or no file, never a partial one; errors name the path and
-// the OS reason (e.g. "No space left on device").
+// the OS reason (e.g. "No space left on device"). Only a regular file is ever replaced: a path that
+// is a device, FIFO, socket or directory (or a symbolic link to one) is refused naming it, and a
+// symbolic link to a regular file has its target replaced, the link kept.
 #pragma once
 #include <cstddef>
 #include <cstdint>

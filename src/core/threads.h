@@ -6,6 +6,10 @@
 
 namespace replica {
 
+// The most threads a command or train.threads accepts (a larger count is a typo, and libgomp fails
+// inside its own start-up on one).
+inline constexpr int kMaxThreads = 1024;
+
 // Sets OpenMP's thread count (n <= 0 means "all cores") and keeps OpenBLAS single-threaded:
 // GEMMs get their threads from OpenMP through ops/cpu/gemm.h, which is deterministic.
 void SetNumThreads(int n);

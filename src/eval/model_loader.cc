@@ -9,7 +9,12 @@ namespace replica::eval {
 namespace {
 
 int64_t ResolveSeqLen(const ModelConfig& config, int64_t requested) {
-  if (requested > 0) return requested;
+  if (requested > 0) {
+    Require(config.max_position_embeddings <= 0 || requested <= config.max_position_embeddings,
+            "--seq-len {}: more than the model's context (max_position_embeddings {})", requested,
+            config.max_position_embeddings);
+    return requested;
+  }
   return config.max_position_embeddings > 0 ? std::min(config.max_position_embeddings, kDefaultEvalSeqLen)
                                             : kDefaultEvalSeqLen;
 }

@@ -276,12 +276,19 @@ std::string Bf16Hint(const ModelWeights& a, const ModelWeights& b, const ModelPa
 }  // namespace
 
 ParityReport RunParityAgainst(const ModelParityOptions& o) {
-  Require(o.batch >= 1 && o.seq_len >= 1, "parity: --batch {} and --seq-len {} must be >= 1",
+  Require(o.batch >= 1 && o.seq_len >= 0, "parity: --batch {} and --seq-len {} must be >= 1",
           o.batch, o.seq_len);
   Require(o.chunk_rows >= 1, "parity: --chunk-rows must be >= 1, got {}", o.chunk_rows);
   InferenceModel a(ModelWeights::Open(o.model_dir), BackendFor(o.precision));
   InferenceModel b(ModelWeights::Open(o.against_dir));
-  const int64_t V = a.config().vocab_size, B = o.batch, T = o.seq_len, N = B * T;
+  int64_t T = o.seq_len;
+  if (T == 0) {  // the default: 512 tokens, fewer for a model of a shorter context
+    T = 512;
+    for (const InferenceModel* m : {&a, &b})
+      if (m->config().max_position_embeddings > 0)
+        T = std::min(T, m->config().max_position_embeddings);
+  }
+  const int64_t V = a.config().vocab_size, B = o.batch, N = B * T;
   Require(b.config().vocab_size == V,
           "--against {}: vocab_size {} differs from --model {}'s {}; logits cannot be compared",
           o.against_dir, b.config().vocab_size, o.model_dir, V);

@@ -72,7 +72,8 @@ struct ModelParityOptions {
   std::string model_dir, against_dir;
   std::string tokens_path;     // raw uint32 token file (its first batch*seq_len ids); empty: random
   uint64_t seed = 0;           // random tokens: uniform in [0, vocab_size) from std::mt19937_64(seed)
-  int64_t batch = 1, seq_len = 512;
+  // seq_len 0: min(512, the smaller of the two models' max_position_embeddings).
+  int64_t batch = 1, seq_len = 0;
   int64_t chunk_rows = 64;     // logits rows per chunk
   double max_kl = 1e-6, min_top1 = 1.0;
   Precision precision = Precision::kFp32;  // what --model's matmuls are fed (--against: fp32)

@@ -14,6 +14,7 @@
 #include "core/byte_size.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/threads.h"
 #include "model/recompute.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/precision.h"
@@ -611,6 +612,7 @@ void Validate(RunConfig& c, const std::string& source,
           W("train.micro_batch_instances"), c.train.micro_batch_instances,
           c.train.global_batch_instances);
   non_negative(c.train.threads, "train.threads");
+  at_most(c.train.threads, kMaxThreads, "train.threads");
   positive(c.train.log_interval, "train.log_interval");
   Require(c.train.z_loss_multiplier >= 0,
           "{}config key 'train.z_loss_multiplier': expected >= 0, got {}",

@@ -3,7 +3,9 @@
 # same from an f32 directory, a sharded bf16 export of it (same weights rounded, so compared on
 # structure only) and a checkpoint; sampling with a seed repeats; prompts come from arguments or
 # JSONL; tokens/s is reported on stderr; a prompt longer than the context and a missing shard exit 2
-# naming the problem.   usage: generate.sh <replica-binary> <repo-root>
+# naming the problem; a budget past the context stops there with a warning; bad --context, sampling
+# flags (before the weights are read) and --prompts that are no regular file or hold no prompt exit
+# 2 naming them; bytes >= 0x80 are ids 128..255; the model directory's tokenizer.json is used.   usage: generate.sh <replica-binary> <repo-root>
 set -u
 BIN=$1
 ROOT=$2
@@ -55,10 +57,44 @@ expect_bad() {  # expect_bad NAME EXPECTED_TEXT ARGS...
   grep -q -- "$want" "$TMP/err" || fail "$name: stderr does not mention '$want': $(cat "$TMP/err")"
   echo "ok: $name -> $(cat "$TMP/err")"
 }
-expect_bad "prompt longer than the context" "more than the context of 8" \
+expect_bad "prompt longer than the context" "22 tokens: the context of 8 (--context) leaves no room" \
   --model "$DATA/tiny-mha" --prompt "a prompt of many bytes" --context 8 --max-new-tokens 1
-expect_bad "beyond max_position_embeddings" "max_position_embeddings" \
-  --model "$DATA/tiny-mha" --prompt "abc" --max-new-tokens 300
+# A budget past the context stops at the context with a warning (transformers stops at max_length).
+G --model "$DATA/tiny-mha" --prompt "abc" --max-new-tokens 300 --ignore-eos --json >"$TMP/long" 2>"$TMP/err" \
+  || fail "budget past max_position_embeddings: exit $? ($(cat "$TMP/err"))"
+jq -e '.completion_ids | length == 253' "$TMP/long" >/dev/null || fail "budget past the context: not 253 new tokens: $(cat "$TMP/long")"
+grep -q "warning: .*more than the context of 256 (max_position_embeddings): stopping after 253 new tokens" "$TMP/err" \
+  || fail "budget past the context: no warning: $(cat "$TMP/err")"
+G --model "$DATA/tiny-mha" --prompt "abc" --context 8 --max-new-tokens 20 --ignore-eos --json >"$TMP/long" 2>"$TMP/err" \
+  || fail "budget past --context: exit $?"
+jq -e '.completion_ids | length == 5' "$TMP/long" >/dev/null || fail "budget past --context 8: $(cat "$TMP/long")"
+expect_bad "context 0" "--context: must be at least 1 (got 0)" --model "$DATA/tiny-mha" --prompt "abc" --context 0
+expect_bad "context -5" "--context: must be at least 1 (got -5)" --model "$DATA/tiny-mha" --prompt "abc" --context -5
+# Sampling flags are checked before the weights are read (a missing model is not what is said).
+expect_bad "temperature -1" "--temperature must be >= 0" --model "$TMP/no-such-model" --prompt "a" --temperature -1
+expect_bad "top-k -2" "top_k\|top-k" --model "$TMP/no-such-model" --prompt "a" --temperature 1 --top-k -2
+# --tokenizer bytes: bytes 0x80..0xff are ids 128..255 (UTF-8 text is not refused).
+G --model "$DATA/tiny-mha" --prompt "héllo €" --max-new-tokens 2 --json >"$TMP/u" 2>"$TMP/err" \
+  || fail "non-ASCII prompt with --tokenizer bytes: exit $? ($(cat "$TMP/err"))"
+jq -e '.prompt_tokens == 10' "$TMP/u" >/dev/null || fail "non-ASCII prompt: expected 10 byte ids: $(cat "$TMP/u")"
+# --prompts: a regular file only, named when it cannot be used; an empty file is named.
+mkfifo "$TMP/fifo"
+timeout 20 "$BIN" generate --tokenizer bytes --model "$DATA/tiny-mha" --prompts "$TMP/fifo" >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--prompts $TMP/fifo: is a FIFO" "$TMP/err" || fail "--prompts FIFO: exit $rc: $(cat "$TMP/err")"
+mkdir "$TMP/dir"
+expect_bad "--prompts directory" "--prompts $TMP/dir: is a directory" --model "$DATA/tiny-mha" --prompts "$TMP/dir"
+expect_bad "--prompts /dev/zero" "--prompts /dev/zero: is a character device" --model "$DATA/tiny-mha" --prompts /dev/zero
+: >"$TMP/empty.jsonl"
+expect_bad "--prompts empty" "--prompts $TMP/empty.jsonl: the file is empty" --model "$DATA/tiny-mha" --prompts "$TMP/empty.jsonl"
+# Without --tokenizer, the model directory's tokenizer.json is used.
+cp -r "$DATA/tiny-mha" "$TMP/withtok"
+cp "$ROOT/tests/data/reference/olmo_core_run/tokenizer.json" "$TMP/withtok/"
+"$BIN" generate --threads 2 --model "$TMP/withtok" --prompt "the cat" --max-new-tokens 3 --json >"$TMP/t" 2>"$TMP/err" \
+  || fail "model directory's tokenizer.json: exit $? ($(cat "$TMP/err"))"
+grep -q "tokenizer $TMP/withtok/tokenizer.json (the model directory's)" "$TMP/err" || fail "tokenizer.json not said: $(cat "$TMP/err")"
+n=$(jq '.prompt_tokens' "$TMP/t")
+[ "$n" -lt 7 ] || fail "model directory's tokenizer.json: 'the cat' as $n ids (bytes?)"
 rm "$TMP/bf16/model-00002-of-00003.safetensors"
 expect_bad "missing shard" "model-00002-of-00003.safetensors" --model "$TMP/bf16" --prompt "abc"
 expect_bad "no prompt" "--prompt" --model "$DATA/tiny-mha"
