@@ -215,8 +215,8 @@ replica::cli::CommandRegistration reg(
       app.add_option("--seq", a->seq, "sequence length")->capture_default_str();
       app.add_option("--steps", a->steps, "timed steps (median reported)")->capture_default_str();
       app.add_option("--warmup", a->warmup, "untimed warm-up steps first")->capture_default_str();
-      app.add_option("--threads", a->threads, "threads (default: all cores)")
-          ->check(replica::cli::Between(1, replica::kMaxThreads));
+      app.add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       app.add_option("--seed", a->seed, "seed of the random weights and tokens")
           ->capture_default_str();
       app.add_option("--peak-size", a->peak_size, "n of the n×n×n GEMM that measures the peak")

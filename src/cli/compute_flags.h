@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/precision_spelling.h"
 #include "ops/cpu/compute.h"
 
 namespace replica::cli {
@@ -17,14 +18,17 @@ struct ComputeFlags {
 
   void Add(CLI::App& app) {
     app.add_option("--precision", precision,
-                   "matmul inputs: fp32 | bf16 (bf16-rounded inputs, fp32 accumulation)")
+                   "matmul inputs: fp32 | bf16 (bf16-rounded inputs, fp32 accumulation); f32, "
+                   "float32 and bfloat16 are accepted too")
         ->capture_default_str();
     app.add_option("--isa", isa, "cap on the CPU's instruction set: auto | avx2 | avx512 | amx")
         ->capture_default_str();
   }
 
   ComputeSettings Apply() const {
-    ComputeSettings s = ConfigureCompute(precision, isa, "--precision", "--isa");
+    const std::string canonical = CanonicalPrecision(precision);
+    ComputeSettings s = ConfigureCompute(canonical.empty() ? precision : canonical, isa,
+                                         "--precision", "--isa");
     REPLICA_LOG_INFO("compute: {}", s.Describe());
     return s;
   }

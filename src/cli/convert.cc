@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/validators.h"
 #include "core/error.h"
+#include "core/precision_spelling.h"
 #include "checkpoint/convert.h"
 
 namespace {
@@ -27,8 +28,19 @@ replica::cli::CommandRegistration reg(
                      "checkpoint dir (step-N/), run dir (newest valid checkpoint) or HF dir")
           ->required();
       app.add_option("--to", args->to, "output directory")->required();
-      app.add_option("--dtype", args->dtype, "stored dtype of exported weights: f32 (exact) or bf16")
-          ->check(CLI::IsMember({"f32", "bf16"}));
+      app.add_option("--dtype", args->dtype,
+                     "stored dtype of exported weights: f32 (exact) or bf16; fp32, float32 and "
+                     "bfloat16 are accepted too")
+          ->transform(CLI::Validator(
+              [](std::string& s) -> std::string {
+                const std::string p = replica::CanonicalPrecision(s);
+                if (p.empty())
+                  return std::string("expected ") + replica::kPrecisionSpellings + ", got '" + s +
+                         "'";
+                s = p == "fp32" ? "f32" : "bf16";  // the safetensors spelling, as printed
+                return "";
+              },
+              "f32|bf16"));
       app.add_option("--max-shard-size", args->max_shard,
                      "export: bytes of tensor data per shard (default 5e9, as transformers)")
           ->check(replica::cli::AtLeast(1));

@@ -102,8 +102,8 @@ CommandRegistration reg(
           ->capture_default_str()->check(replica::cli::Between(1, int64_t{1} << 40));
       app.add_option("--threshold", a->threshold, "exit 1 when more items than this are contaminated")
           ->capture_default_str();
-      app.add_option("--threads", a->threads, "threads (default: all cores)")
-          ->check(replica::cli::Between(1, replica::kMaxThreads));
+      app.add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       app.add_option("--max-hits", a->max_hits, "hits listed per item in the JSON")->capture_default_str();
       app.add_flag("--json", a->json, "print JSON on stdout");
       return [a] { return RunDecon(*a); };

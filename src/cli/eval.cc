@@ -106,8 +106,8 @@ CommandRegistration reg(
       app.add_option("--canary-alarm-z", a->canary_alarm_z, "alarm when the registered canaries are easier by this many standard errors")
           ->capture_default_str();
       app.add_flag("--truncate-context", a->truncate_context, "left-truncate multiple-choice contexts that do not fit (OLMES) instead of failing");
-      app.add_option("--threads", a->threads, "threads (default: all cores)")
-          ->check(replica::cli::Between(1, replica::kMaxThreads));
+      app.add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       app.add_flag("--json", a->json, "print JSON on stdout");
       app.add_flag("--no-progress", a->no_progress,
                    "no progress line on stderr (percent, ETA and the set being scored)");

@@ -252,8 +252,8 @@ CommandRegistration reg(
           ->check(CLI::IsMember({"auto", "copy", "mapped"}))
           ->capture_default_str();
       app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at the end-of-sequence token");
-      app.add_option("--threads", a->threads, "threads (default: all cores)")
-          ->check(replica::cli::Between(1, replica::kMaxThreads));
+      app.add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       app.add_flag("--json", a->json, "one object per prompt as JSON on stdout (no streamed text)");
       return [a] { return RunGenerate(*a); };
     });

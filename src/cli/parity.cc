@@ -70,8 +70,8 @@ replica::cli::CommandRegistration reg(
                      "gradient's norm (a tensor whose gradient is zero, e.g. q/k at T = 1)")
           ->capture_default_str()
           ->check(replica::cli::NonNegative());
-      app.add_option("--threads", a->threads, "threads (default: all cores)")
-          ->check(replica::cli::Between(1, replica::kMaxThreads));
+      app.add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       app.add_flag("--json", a->json, "print JSON on stdout");
       app.add_flag("--no-progress", a->no_progress,
                    "--against: no progress line on stderr (layers of both models, logit chunks)");

@@ -42,8 +42,8 @@ replica::cli::CommandRegistration reg(
                      "file (one document); .gz / .zst compressed allowed")
           ->required();
       app.add_option("--out", a->out, "output directory (created if missing)")->required();
-      app.add_option("--threads", a->threads, "threads (default: all cores)")
-          ->check(replica::cli::Between(1, replica::kMaxThreads));
+      app.add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       a->eos_option = app.add_option("--eos-id", a->eos_id,
                                      "EOS id appended after each document (default: the "
                                      "tokenizer's, 100257 for dolma2)");

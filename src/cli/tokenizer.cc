@@ -125,8 +125,8 @@ replica::cli::CommandRegistration reg(
       CLI::App* bench = app.add_subcommand("bench", "encoding throughput on the texts of a JSONL file");
       AddTokenizerOption(bench, a.get());
       bench->add_option("--jsonl", a->jsonl, "input JSONL ('-' = stdin; .gz/.zst ok)")->required();
-      bench->add_option("--threads", a->threads, "threads (default: all cores)")
-          ->check(replica::cli::Between(1, replica::kMaxThreads));
+      bench->add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
+          ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       bench->add_option("--repeat", a->repeat, "timed runs (best is reported)")->capture_default_str();
       bench->add_flag("--json", a->json, "print JSON on stdout");
       return [a, enc, dec, info, bench]() -> int {

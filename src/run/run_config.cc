@@ -14,6 +14,7 @@
 #include "core/byte_size.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/precision_spelling.h"
 #include "core/threads.h"
 #include "model/recompute.h"
 #include "ops/cpu/isa.h"
@@ -697,6 +698,8 @@ void Validate(RunConfig& c, const std::string& source,
   Require(c.eval.leak_guard == "stop" || c.eval.leak_guard == "warn" || c.eval.leak_guard == "off",
           "{}config key 'eval.leak_guard': expected stop, warn or off, got '{}'",
           W("eval.leak_guard"), c.eval.leak_guard);
+  if (const std::string p = CanonicalPrecision(c.compute.precision); !p.empty())
+    c.compute.precision = p;  // f32, float32, bfloat16: one spelling in config.yaml and its hash
   ParsePrecision(c.compute.precision, W("compute.precision") + "config key 'compute.precision'");
   ResolveIsa(c.compute.isa, W("compute.isa") + "config key 'compute.isa'");
   Require(c.train.grad_accumulation == "tree" || c.train.grad_accumulation == "sequential",

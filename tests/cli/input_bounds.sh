@@ -4,6 +4,7 @@
 # train.threads past 1024; eval --seq-len beyond the model's context; plan --memory 0; data batch
 # 2^63 (past int64) and --data-paths without --seed. parity --against defaults --seq-len to
 # min(512, the models' contexts), so a model of a 256-position context is compared by default.
+# Precision spellings fp32/f32/float32 and bf16/bfloat16 are accepted everywhere.
 #   usage: input_bounds.sh <replica-binary> <repo-root>
 set -u
 BIN=$1
@@ -60,4 +61,28 @@ out=$("$BIN" parity --model "$MODEL" --against "$MODEL" --threads 2 --no-progres
 rc=$?
 check "parity --against, default --seq-len on a 256-position model: exit $rc ($(cat "$tmp/err"))" "[ $rc -eq 0 ]"
 check "parity --against default: 256 positions" "echo '$out' | jq -e '.positions == 256' > /dev/null"
+# One precision parser: fp32, f32, float32 and bf16, bfloat16 (any case) wherever a precision or a
+# dtype is given; other words are refused listing the spellings.
+for p in fp32 f32 float32 FP32; do
+  "$BIN" plan "$ROOT/configs/demo.yaml" --set compute.precision=$p --json > "$tmp/plan.json" 2> "$tmp/err"
+  check "compute.precision=$p: $(cat "$tmp/err")" "jq -e '.precision == \"fp32\"' '$tmp/plan.json' > /dev/null"
+done
+for p in bf16 bfloat16 BFloat16; do
+  "$BIN" plan "$ROOT/configs/demo.yaml" --set compute.precision=$p --json > "$tmp/plan.json" 2> "$tmp/err"
+  check "compute.precision=$p: $(cat "$tmp/err")" "jq -e '.precision == \"bf16\"' '$tmp/plan.json' > /dev/null"
+done
+for p in f32 float32 bfloat16; do
+  "$BIN" eval --model "$MODEL" --tokenizer bytes --eval "$tmp/held.jsonl" --seq-len 64 --threads 2 \
+    --precision $p > /dev/null 2> "$tmp/err"
+  check "eval --precision $p: $(cat "$tmp/err")" "[ $? -eq 0 ]"
+done
+for p in fp32 float32 bfloat16; do
+  "$BIN" convert --from "$MODEL" --to "$tmp/ck-$p" > /dev/null 2>&1
+  "$BIN" convert --from "$tmp/ck-$p" --to "$tmp/hf-$p" --dtype $p > /dev/null 2> "$tmp/err"
+  check "convert --dtype $p: $(cat "$tmp/err")" "[ $? -eq 0 ]"
+done
+refused "--precision fp16" "--precision" \
+  "$BIN" eval --model "$MODEL" --tokenizer bytes --eval "$tmp/held.jsonl" --precision fp16
+refused "convert --dtype fp16" "--dtype: expected fp32 (or f32, float32) or bf16 (or bfloat16), got 'fp16'" \
+  "$BIN" convert --from "$tmp/ck-fp32" --to "$tmp/hf-fp16" --dtype fp16
 cli_finish
