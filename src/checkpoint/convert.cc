@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "io/safetensors.h"
 #include "tokenizer/tokenizer_dolma2.h"
 #include "tokenizer/tokenizer_hf_export.h"
@@ -94,6 +95,8 @@ std::optional<ImportedOptimizer> ReadImportOptimizer(const fs::path& from,
               "{}: tensor '{}' is {} {}, expected F32 {}", optim_path.string(), name,
               DTypeName(t->dtype), ShapeString(t->shape), ShapeString(v.shape));
       f.ReadF32Into(name, buf->data() + v.offset, v.numel);
+      RequireFiniteTensor(buf->data() + v.offset, static_cast<size_t>(v.numel),
+                          optim_path.string(), name);
     }
   }
   const TensorInfo& st = f.Get("step");
@@ -143,6 +146,17 @@ void RequireWritableDestination(const std::string& to, bool (*own_file)(const st
             "into it (give a new or empty directory, or an earlier output of the same convert)",
             to, name, what);
   }
+}
+
+// A run's checkpoints/ folder belongs to its trainer: a directory converted into it would be taken
+// for the run's own checkpoint on resume, or pruned by the next save.
+void RequireOutsideRunCheckpoints(const std::string& to) {
+  const fs::path dir = fs::absolute(to).lexically_normal();
+  const fs::path parent = (dir.has_filename() ? dir : dir.parent_path()).parent_path();
+  Require(parent.filename() != kCheckpointsSubdir,
+          "--to {}: inside a run's checkpoint folder {}; the run's next `replica train` would "
+          "resume from it or delete it. Convert elsewhere and point init.from_checkpoint at it",
+          to, parent.string());
 }
 
 void RequireDistinct(const std::string& from, const std::string& to) {
@@ -212,6 +226,7 @@ ConvertResult Export(const ConvertOptions& o) {
 ConvertResult Import(const ConvertOptions& o) {
   Require(o.dtype == DType::kF32, "--dtype: checkpoints hold f32 weights; import with --dtype f32");
   RequireDistinct(o.from, o.to);
+  RequireOutsideRunCheckpoints(o.to);
   std::error_code ec;
   const bool resumable = fs::exists(fs::path(o.from) / kOptimFile, ec) ||
                          fs::exists(fs::path(o.from) / kStateFile, ec);
@@ -228,6 +243,8 @@ ConvertResult Import(const ConvertOptions& o) {
     Require(t->shape == v.shape, "{}: tensor '{}' has shape {}, {} implies {}", hf.FileOf(v.name),
             v.name, ShapeString(t->shape), config_path, ShapeString(v.shape));
     hf.ReadF32Into(v.name, params.data() + v.offset, v.numel);
+    RequireFiniteTensor(params.data() + v.offset, static_cast<size_t>(v.numel), hf.FileOf(v.name),
+                        v.name);
   }
   for (const TensorInfo* t : hf.tensors())
     Require(layout.Find(t->name) != nullptr, "{}: unexpected tensor '{}' (not part of the model "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `replica convert`: HF dir -> checkpoint -> HF dir is byte-identical in f32; bf16 export halves
 # the size and is sharded on request; a run directory exports its newest valid checkpoint; bad
-# input exits 2 naming the problem.   usage: convert.sh <replica-binary> <repo-root>
+# input exits 2 naming the problem (NaN/Inf weights naming the tensor; --to inside a run's
+# checkpoints/ folder).   usage: convert.sh <replica-binary> <repo-root>
 set -u
 BIN=$1
 ROOT=$2
@@ -79,6 +80,36 @@ for d in yhf ynhf; do
   "$BIN" parity --model "$tmp/$d" --reference "$YARN/io.safetensors" --max-kl 1e-8 --min-top1 1.0 > /dev/null; rc=$?
   check "exported $d passes parity against the tiny-yarn dump (exit $rc)" '[ $rc -eq 0 ]'
 done
+
+# An HF directory holding NaN or Inf is refused naming the tensor, and no checkpoint is written.
+for bad in nan inf; do
+  cp -r "$FIX" "$tmp/hf-$bad"
+  python3 - "$tmp/hf-$bad/model.safetensors" "$bad" <<'PY'
+import json, struct, sys
+path, bad = sys.argv[1], sys.argv[2]
+data = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+h = json.loads(data[8:8 + n])
+t = h["model.layers.1.mlp.down_proj.weight"]
+assert t["dtype"] == "F32", t["dtype"]
+at = 8 + n + t["data_offsets"][0] + 4 * 5
+data[at:at + 4] = struct.pack("<f", float(bad))
+open(path, "wb").write(data)
+PY
+  "$BIN" convert --from "$tmp/hf-$bad" --to "$tmp/ckpt-$bad" > /dev/null 2> "$tmp/err"; rc=$?
+  check "import of $bad weights exits 2 (got $rc)" '[ $rc -eq 2 ]'
+  check "import of $bad weights names the tensor: $(cat "$tmp/err")" \
+    'grep -q "model.layers.1.mlp.down_proj.weight.* holds $bad at element 5" "$tmp/err"'
+  check "import of $bad weights writes no checkpoint" '[ ! -e "$tmp/ckpt-$bad/DONE" ]'
+done
+
+# --to inside a run's checkpoints/ folder is refused (the run would resume from it or prune it).
+mkdir -p "$tmp/run/checkpoints"
+"$BIN" convert --from "$FIX" --to "$tmp/run/checkpoints/step-00000005" > /dev/null 2> "$tmp/err"; rc=$?
+check "convert --to RUN/checkpoints/step-N exits 2 (got $rc)" '[ $rc -eq 2 ]'
+check "convert --to RUN/checkpoints/step-N says why: $(cat "$tmp/err")" \
+  'grep -q "inside a run.s checkpoint folder" "$tmp/err"'
+check "convert --to RUN/checkpoints/step-N writes nothing" '[ ! -e "$tmp/run/checkpoints/step-00000005" ]'
 
 [ $fail -eq 0 ] && echo "convert.sh: all checks passed"
 exit $fail
