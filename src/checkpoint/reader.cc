@@ -16,21 +16,49 @@ namespace fs = std::filesystem;
 
 namespace replica {
 
-std::optional<CheckpointInfo> FindLatestValid(const std::string& run_dir) {
+std::optional<CheckpointInfo> FindLatestValid(const std::string& run_dir, bool warn) {
   const std::string root = (fs::path(run_dir) / kCheckpointsSubdir).string();
+  // What a writer changes: which step-* directories exist and which are complete.
+  using Snapshot = std::vector<std::pair<int64_t, bool>>;
+  auto snapshot = [](const std::vector<CheckpointDir>& dirs) {
+    Snapshot out;
+    for (const CheckpointDir& d : dirs) out.emplace_back(d.step, HasDone(d.path));
+    return out;
+  };
+  // A writer with checkpoint.keep prunes older checkpoints once a newer one is complete, so a
+  // candidate may vanish, or lose files, while it is verified. When nothing verified and the
+  // directory changed meanwhile, look again (a few times: a writer cannot complete checkpoints
+  // faster than they are verified for long).
+  constexpr int kRounds = 16;
   std::vector<CheckpointDir> dirs = ListCheckpointDirs(root);
-  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
-    try {
-      nlohmann::json manifest = VerifyCheckpoint(it->path);
-      const int64_t step = manifest["step"].get<int64_t>();
-      Require(step == it->step, "{}: manifest says step {}, directory name says {}", it->path,
-              step, it->step);
-      return CheckpointInfo{it->path, it->step};
-    } catch (const Error& e) {
-      REPLICA_LOG_WARN("skipping checkpoint {}: {}", it->path, e.what());
+  Snapshot before = snapshot(dirs);
+  for (int round = 0;; ++round) {
+    std::vector<std::string> skipped;
+    std::optional<CheckpointInfo> found;
+    for (auto it = dirs.rbegin(); it != dirs.rend() && !found; ++it) {
+      try {
+        nlohmann::json manifest = VerifyCheckpoint(it->path);
+        const int64_t step = manifest["step"].get<int64_t>();
+        Require(step == it->step, "{}: manifest says step {}, directory name says {}", it->path,
+                step, it->step);
+        found = CheckpointInfo{it->path, it->step};
+      } catch (const Error& e) {
+        skipped.push_back(fmt::format("skipping checkpoint {}: {}", it->path, e.what()));
+      }
     }
+    if (!found && round + 1 < kRounds) {
+      std::vector<CheckpointDir> again = ListCheckpointDirs(root);
+      Snapshot now = snapshot(again);
+      if (now != before) {
+        dirs = std::move(again);
+        before = std::move(now);
+        continue;
+      }
+    }
+    if (warn)
+      for (const std::string& line : skipped) REPLICA_LOG_WARN("{}", line);
+    return found;
   }
-  return std::nullopt;
 }
 
 CheckpointInfo ResolveCheckpoint(const std::string& path) {

@@ -37,7 +37,10 @@ struct CheckpointInfo {
 };
 
 // Newest valid checkpoint under run_dir/checkpoints/, or nullopt when there is none (a fresh run).
-std::optional<CheckpointInfo> FindLatestValid(const std::string& run_dir);
+// A candidate that disappears while it is verified (pruned by a writer that just completed a newer
+// one) is no damage: the directory is listed again. `warn` = false (the ranks other than 0 of a
+// job) leaves the skip warnings to one process.
+std::optional<CheckpointInfo> FindLatestValid(const std::string& run_dir, bool warn = true);
 
 // `path` is a checkpoint directory (holds MANIFEST.json or DONE: verified) or a run directory
 // (holds checkpoints/: its newest valid checkpoint). Error otherwise or when nothing valid exists.

@@ -130,7 +130,7 @@ struct StartPoint {
 StartPoint FindStart(const TrainerOptions& opt, int64_t micro, RunLog& log) {
   const RunConfig& cfg = opt.config;
   StartPoint start;
-  start.resume = FindLatestValid(opt.run_dir);
+  start.resume = FindLatestValid(opt.run_dir, /*warn=*/opt.rank == 0);
   bool restore_trainer_state = false;
   if (start.resume) {
     start.checkpoint = Checkpoint::Open(start.resume->dir, /*verify=*/false);
