@@ -22,7 +22,9 @@ full "plan --json" "$BIN" plan "$ROOT/configs/demo.yaml" --json
 full "plan" "$BIN" plan "$ROOT/configs/demo.yaml"
 full "import-config" "$BIN" import-config "$OC"
 arith_tokens "$tmp/tokens.npy" 0 50
-full "data batch" "$BIN" data batch 0 --data-paths "$tmp/tokens.npy" --seq-len 16 --global-batch 4 --seed 1
+echo "$tmp/tokens.npy" > "$tmp/paths.txt"
+full "data batch" "$BIN" data batch 0 --data-paths "$tmp/paths.txt" --seq-len 16 --global-batch 4 --seed 1 \
+  --tokenizer none
 printf '{"step": 1, "loss": 2.5}\n' > "$tmp/m.jsonl"
 full "compare" "$BIN" compare "$tmp/m.jsonl" "$tmp/m.jsonl"
 # The same commands to a pipe that reads everything succeed.
