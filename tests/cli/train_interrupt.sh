@@ -13,7 +13,7 @@ ROOT=$2
 cli_init
 
 arith_tokens "$tmp/tokens.npy" 0 300
-# 150 steps of about 10 ms: room to signal mid-run. No checkpoint.interval: the default (1000) is
+# 100 steps of about 10 ms: room to signal mid-run. No checkpoint.interval: the default (1000) is
 # past the end, so a checkpoint mid-run is the interruption's.
 { tiny_model_256 2; cat <<'YAML'
 data:
@@ -21,7 +21,7 @@ data:
   seq_len: 32
   seed: 3
 train:
-  max_steps: 150
+  max_steps: 100
   global_batch_instances: 8
   micro_batch_instances: 2
   threads: 1
@@ -38,7 +38,7 @@ same() {  # same <what> <run-a> <run-b>: metrics equal at every step, final chec
   if ! "$BIN" compare "$2" "$3" > "$tmp/cmp.txt" 2>&1; then
     echo "FAIL: $1: metrics differ"; cat "$tmp/cmp.txt"; fail=1
   fi
-  same_checkpoint_state "$2/checkpoints/step-00000150" "$3/checkpoints/step-00000150" \
+  same_checkpoint_state "$2/checkpoints/step-00000100" "$3/checkpoints/step-00000100" \
     || { echo "FAIL: $1: final checkpoints differ"; fail=1; }
 }
 wait_lines() {  # wait_lines <metrics-file> <n> <pid>: until the file has n lines (or pid ends)
@@ -75,7 +75,7 @@ for case in "INT 130" "TERM 143" "USR1 138"; do
   if [ -z "$n" ]; then
     echo "FAIL: SIG$sig: no 'interrupted at step N' line"; cat "$dir.log"; fail=1; continue
   fi
-  check "SIG$sig: stopped at step $n, not mid-run" "[ $n -ge 20 ] && [ $n -lt 150 ]"
+  check "SIG$sig: stopped at step $n, not mid-run" "[ $n -ge 20 ] && [ $n -lt 100 ]"
   ck=$(printf '%s/checkpoints/step-%08d' "$dir" "$n")
   check "SIG$sig: $ck complete" "[ -f $ck/DONE ]"
   check "SIG$sig: metrics end at step $n" "[ \$(wc -l < $dir/metrics.jsonl) -eq $n ]"
@@ -129,7 +129,7 @@ if command -v mpirun > /dev/null; then
     check "launch SIG$sig: exit $rc, expected $code" "[ $rc -eq $code ]"
     check "launch SIG$sig: launch.log" "grep -q 'interrupted by SIG$sig: forwarded to mpirun' $dir/launch.log"
     n=$(sed -n 's/.*newest complete checkpoint .*(step \([0-9]*\)): rerun to resume.*/\1/p' "$dir/launch.log")
-    check "launch SIG$sig: a checkpoint mid-run (got '$n')" "[ -n '$n' ] && [ $n -ge 20 ] && [ $n -lt 150 ]"
+    check "launch SIG$sig: a checkpoint mid-run (got '$n')" "[ -n '$n' ] && [ $n -ge 20 ] && [ $n -lt 100 ]"
     check "launch SIG$sig: rank message" "grep -q '^interrupted at step $n (SIGUSR1): checkpoint written' $dir.log"
     sleep 0.5
     check "launch SIG$sig: no process left" "! pgrep -f -- '--run-dir $dir' > /dev/null"
