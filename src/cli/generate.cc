@@ -19,6 +19,7 @@
 #include "infer/generate.h"
 #include "infer/memory_bandwidth.h"
 #include "infer/model_weights.h"
+#include "ops/registry.h"
 #include "tokenizer/tokenizer_registry.h"
 
 namespace replica::cli {
@@ -85,7 +86,7 @@ int RunGenerate(const GenerateArgs& a) {
     prompts.insert(prompts.end(), more.begin(), more.end());
   }
   Require(!prompts.empty(), "generate: give --prompt TEXT or --prompts FILE.jsonl");
-  InferenceModel model(ModelWeights::Open(a.model));
+  InferenceModel model(ModelWeights::Open(a.model), SelectBackend("cpu", Precision::kFp32));
   const ModelConfig& c = model.config();
   const Codec codec(a.tokenizer);
   std::vector<std::vector<int32_t>> ids;

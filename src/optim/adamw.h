@@ -45,9 +45,9 @@ constexpr size_t kNormBlock = 4096;
 // (block b covers [b·kNormBlock, (b+1)·kNormBlock) ∩ [begin, end)). `begin` must be block-aligned.
 // The sums run on `backend` (Backend::SumSquaresPartials).
 std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end,
-                                       const Backend& backend = CpuBackend());
+                                       const Backend& backend);
 // sqrt of the in-order sum of GradSquarePartials over the whole buffer.
-double GlobalGradNorm(const FlatBuffer& grads, const Backend& backend = CpuBackend());
+double GlobalGradNorm(const FlatBuffer& grads, const Backend& backend);
 // min(1, max_norm / (norm + 1e-6)); exactly 1 when not clipping (or max_norm <= 0). A non-finite
 // norm gives a non-finite coefficient, so the step's values show it (and the skip rule refuses it).
 double ClipCoefficient(double norm, double max_norm);
@@ -63,13 +63,13 @@ std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& c
 void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
                       const float* grads, float* m, float* v, size_t begin, size_t end,
                       const AdamWConfig& config, double lr, double grad_coef, int64_t step,
-                      const Backend& backend = CpuBackend());
+                      const Backend& backend);
 // The same update where params and grads, like m and v, point at element `begin` (a rank that
 // holds only the range [begin, end) of the parameters and gradients: ZeRO-3).
 void AdamWUpdateShard(const ParamLayout& layout, const std::vector<double>& decay, float* params,
                       const float* grads, float* m, float* v, size_t begin, size_t end,
                       const AdamWConfig& config, double lr, double grad_coef, int64_t step,
-                      const Backend& backend = CpuBackend());
+                      const Backend& backend);
 
 // Error naming the key unless betas holds two values (the rest is range-checked by the run config).
 void RequireAdamWConfig(const AdamWConfig& config);
@@ -81,7 +81,7 @@ class AdamW final : public Optimizer {
  public:
   // `backend` runs the element updates and must outlive the optimizer.
   AdamW(const ParamLayout& layout, const AdamWConfig& config,
-        const Backend& backend = CpuBackend());
+        const Backend& backend);
 
   // t += 1, then the update above with clip coefficient `clip_coef` over every element.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;
