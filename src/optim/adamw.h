@@ -56,20 +56,28 @@ double ClipCoefficient(double norm, double max_norm);
 // must exist in the layout: Error naming it otherwise).
 std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& config);
 
-// One AdamW update of elements [begin, end) of the flat buffers. m and v point at the state for
-// exactly that range (m[0] is element `begin`), so ZeRO-1 shards can pass their slice. `step` is t
-// (already incremented: 1 on the first update). The elements are updated by `backend`
-// (Backend::AdamWUpdate, one call per parameter tensor in the range).
-void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
-                      const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& config, double lr, double grad_coef, int64_t step,
-                      const Backend& backend);
+// One AdamW update of elements [begin, end) of a layout's flat buffers. m and v point at the
+// state for exactly that range (m[0] is element `begin`), so ZeRO-1 shards can pass their slice;
+// where params and grads point is said by the function taking the arguments. `step` is t (already
+// incremented: 1 on the first update).
+struct AdamWUpdateArgs {
+  const ParamLayout& layout;
+  const std::vector<double>& decay;  // per view (DecayPerView)
+  float* params;
+  const float* grads;
+  float* m;
+  float* v;
+  size_t begin, end;
+  const AdamWConfig& config;
+  double lr, grad_coef;
+  int64_t step;
+};
+// params and grads point at element 0 of the whole buffers. The elements are updated by
+// `backend` (Backend::AdamWUpdate, one call per parameter tensor in the range).
+void AdamWUpdateRange(const AdamWUpdateArgs& args, const Backend& backend);
 // The same update where params and grads, like m and v, point at element `begin` (a rank that
 // holds only the range [begin, end) of the parameters and gradients: ZeRO-3).
-void AdamWUpdateShard(const ParamLayout& layout, const std::vector<double>& decay, float* params,
-                      const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& config, double lr, double grad_coef, int64_t step,
-                      const Backend& backend);
+void AdamWUpdateShard(const AdamWUpdateArgs& args, const Backend& backend);
 
 // Error naming the key unless betas holds two values (the rest is range-checked by the run config).
 void RequireAdamWConfig(const AdamWConfig& config);
