@@ -6,12 +6,6 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "model/layer_tensors.h"
-#include "ops/cpu/attention.h"
-#include "ops/cpu/cross_entropy.h"
-#include "ops/cpu/linear.h"
-#include "ops/cpu/rmsnorm.h"
-#include "ops/cpu/rope.h"
-#include "ops/cpu/swiglu.h"
 
 namespace replica {
 namespace {
