@@ -1,4 +1,4 @@
-// Finding, verifying and loading checkpoints (format: checkpoint_format.h).
+// Finding, verifying and loading checkpoints (format: checkpoint/format.h).
 //
 // Usage by the trainer on start-up:
 //   if (auto found = FindLatestValid(run_dir)) {

@@ -61,7 +61,7 @@ class ShardedCheckpointWriter {
   // Collective: rank 0 removes leftovers of interrupted writes (step-*.tmp, step-*.replaced)
   // before any rank can write. `group` and `backend` (snapshot copies) must outlive the writer.
   ShardedCheckpointWriter(CheckpointWriterOptions options, CheckpointGroup& group,
-                          const Backend& backend = CpuBackend());
+                          const Backend& backend);
   // Joins the thread; a write never committed is only logged (no collective here).
   ~ShardedCheckpointWriter();
   ShardedCheckpointWriter(const ShardedCheckpointWriter&) = delete;

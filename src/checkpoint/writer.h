@@ -94,7 +94,7 @@ class CheckpointWriter {
  public:
   // `backend` makes the snapshot copies and must outlive the writer.
   explicit CheckpointWriter(CheckpointWriterOptions options,
-                            const Backend& backend = CpuBackend());
+                            const Backend& backend);
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;

@@ -28,7 +28,6 @@
 #include "core/threads.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
-#include "ops/cpu/cpu_bf16_backend.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/gemm_peak.h"
 #include "train/init.h"
@@ -60,7 +59,7 @@ int RunBench(const BenchArgs& a) {
   const int64_t B = a.batch, T = a.seq, N = B * T;
 
   const replica::Recompute recompute = replica::ParseRecompute(a.recompute, "--recompute");
-  replica::Olmo3Model model(config, B, T, replica::BackendFor(compute.precision), recompute);
+  replica::Olmo3Model model(config, B, T, a.compute.SelectBackend(compute), recompute);
   replica::InitOptions init;
   init.seed = a.seed;
   replica::InitParams(model.layout(), model.params(), init);

@@ -1,5 +1,5 @@
 // replica compare RUN_A RUN_B [--tolerance T] [--metrics LIST] [--eval-gate] [--json]: exit 0 iff
-// the runs' shared deterministic metrics agree within T at every shared step (train/compare.h)
+// the runs' shared deterministic metrics agree within T at every shared step (run/compare.h)
 // and, with --eval-gate, B's held-out metrics are not suspiciously better than A's
 // (eval/eval_gate.h: A is the reference, B the candidate).
 #include <fmt/format.h>

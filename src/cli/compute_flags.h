@@ -9,10 +9,12 @@
 #include "core/log.h"
 #include "core/precision_spelling.h"
 #include "ops/cpu/compute.h"
+#include "ops/registry.h"
 
 namespace replica::cli {
 
 struct ComputeFlags {
+  std::string device = "cpu";  // the registered backend (ops/registry.h); no flag: only cpu today
   std::string precision = "fp32";
   std::string isa = "auto";
 
@@ -31,6 +33,11 @@ struct ComputeFlags {
                                          "--precision", "--isa");
     REPLICA_LOG_INFO("compute: {}", s.Describe());
     return s;
+  }
+
+  // The backend for these settings (Apply()'s result).
+  const Backend& SelectBackend(const ComputeSettings& s) const {
+    return replica::SelectBackend(device, s.precision);
   }
 };
 

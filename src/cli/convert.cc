@@ -1,6 +1,6 @@
 // replica convert --from A --to B [--dtype bf16|f32] [--max-shard-size BYTES] [--tokenizer T] [--json]:
 // checkpoint -> Hugging Face directory, or Hugging Face directory -> weights-only checkpoint
-// (train/checkpoint_convert.h). The direction follows from what A is.
+// (checkpoint/convert.h). The direction follows from what A is.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>

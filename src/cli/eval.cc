@@ -16,7 +16,6 @@
 #include "eval/eval_suite.h"
 #include "eval/model_loader.h"
 #include "eval/text_encoder.h"
-#include "ops/cpu/cpu_bf16_backend.h"
 
 namespace replica::cli {
 namespace {
@@ -40,7 +39,7 @@ int RunEval(const EvalArgs& a) {
   if (a.threads > 0) SetNumThreads(a.threads);
   Require(a.batch >= 1, "--batch must be at least 1 (got {})", a.batch);
   const auto t0 = std::chrono::steady_clock::now();
-  eval::EvalModel m = eval::LoadEvalModel(a.model, a.seq_len, BackendFor(compute.precision));
+  eval::EvalModel m = eval::LoadEvalModel(a.model, a.seq_len, a.compute.SelectBackend(compute));
   const int64_t seq_len = m.max_seq;
   const ModelConfig& cfg = m.model->config();
   auto encoder = eval::MakeTextEncoder(a.tokenizer, static_cast<int32_t>(cfg.eos_token_id),

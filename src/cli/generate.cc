@@ -24,6 +24,7 @@
 #include "infer/memory_bandwidth.h"
 #include "infer/model_weights.h"
 #include "infer/sampler.h"
+#include "ops/registry.h"
 #include "tokenizer/tokenizer_registry.h"
 
 namespace replica::cli {
@@ -112,7 +113,7 @@ int RunGenerate(const GenerateArgs& a) {
       std::fprintf(stderr, "generate: tokenizer %s (the model directory's)\n", tokenizer.c_str());
     }
   }
-  InferenceModel model(ModelWeights::Open(a.model));
+  InferenceModel model(ModelWeights::Open(a.model), SelectBackend("cpu", Precision::kFp32));
   const ModelConfig& c = model.config();
   const Codec codec(tokenizer);
   std::vector<std::vector<int32_t>> ids;

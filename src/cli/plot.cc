@@ -1,5 +1,5 @@
 // replica plot RUN [RUN ...] [--out DIR] [--format png|svg]: loss, lr, grad norm, throughput and
-// eval curves of one or several runs, overlaid (train/plot.h). Prints the files written.
+// eval curves of one or several runs, overlaid (run/plot.h). Prints the files written.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

@@ -26,7 +26,7 @@ struct EvalModel {
 // in EvalModel::max_seq. The model runs on `backend` (ops/backend.h), which must outlive it.
 constexpr int64_t kDefaultEvalSeqLen = 2048;
 EvalModel LoadEvalModel(const std::string& path, int64_t max_seq,
-                        const Backend& backend = CpuBackend());
+                        const Backend& backend);
 
 // model.ForwardLoss, after checking every token id is inside the model's vocabulary (an eval set
 // tokenized for another vocabulary is an Error, not garbage numbers).

@@ -19,7 +19,7 @@
 #include "hf/hf_weights.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
-#include "ops/cpu/cpu_bf16_backend.h"
+#include "ops/registry.h"
 
 namespace replica {
 namespace {
@@ -137,7 +137,7 @@ ParityReport RunParity(const ParityOptions& o) {
     for (int64_t i = 0; i < N; ++i) labels[i] = (i % T == T - 1) ? kIgnoreLabel : ids[i + 1];
   }
 
-  Olmo3Model model(config, B, T, BackendFor(o.precision));
+  Olmo3Model model(config, B, T, SelectBackend(o.device, o.precision));
   if (ckpt)
     ckpt->LoadParams(model.layout(), model.params());
   else
@@ -279,8 +279,8 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
   Require(o.batch >= 1 && o.seq_len >= 0, "parity: --batch {} and --seq-len {} must be >= 1",
           o.batch, o.seq_len);
   Require(o.chunk_rows >= 1, "parity: --chunk-rows must be >= 1, got {}", o.chunk_rows);
-  InferenceModel a(ModelWeights::Open(o.model_dir), BackendFor(o.precision));
-  InferenceModel b(ModelWeights::Open(o.against_dir));
+  InferenceModel a(ModelWeights::Open(o.model_dir), SelectBackend(o.device, o.precision));
+  InferenceModel b(ModelWeights::Open(o.against_dir), SelectBackend(o.device, Precision::kFp32));
   int64_t T = o.seq_len;
   if (T == 0) {  // the default: 512 tokens, fewer for a model of a shorter context
     T = 512;

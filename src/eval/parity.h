@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "ops/cpu/precision.h"
+#include "ops/precision.h"
 
 namespace replica {
 
@@ -32,6 +32,7 @@ struct ParityOptions {
   // true gradient is zero (q/k projections at T = 1) from dividing float noise by zero.
   double max_grad_rel = 1e-4;
   double grad_floor = 1e-3;
+  std::string device = "cpu";              // the registered backend that computes (ops/registry.h)
   Precision precision = Precision::kFp32;  // what the model's matmuls are fed
   nlohmann::json compute;      // the compute settings in use, copied into the JSON report
 };
@@ -76,6 +77,7 @@ struct ModelParityOptions {
   int64_t batch = 1, seq_len = 0;
   int64_t chunk_rows = 64;     // logits rows per chunk
   double max_kl = 1e-6, min_top1 = 1.0;
+  std::string device = "cpu";              // the registered backend that computes (ops/registry.h)
   Precision precision = Precision::kFp32;  // what --model's matmuls are fed (--against: fp32)
   nlohmann::json compute;      // the compute settings in use, copied into the JSON report
   bool progress = false;       // a progress line on stderr (layers of both models, logit chunks)

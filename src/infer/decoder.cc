@@ -9,20 +9,20 @@
 #include "core/half.h"
 #include "core/huge_pages.h"
 #include "infer/matvec.h"
+#include "model/layer_tensors.h"
 #include "ops/cpu/rmsnorm.h"
 #include "ops/cpu/swiglu.h"
 
 namespace replica {
 namespace {
 
-std::string L(int64_t l, const char* tensor) {
-  return "model.layers." + std::to_string(l) + "." + tensor;
+// The layer's matmul weights (model/layer_tensors.h), in table order: q, k, v, o, gate, up, down.
+std::vector<LayerTensor> LayerMatrices() {
+  std::vector<LayerTensor> out;
+  for (const LayerTensorInfo& t : LayerTensorTable())
+    if (t.matmul_weight) out.push_back(t.id);
+  return out;
 }
-
-constexpr const char* kLayerMatrixNames[] = {
-    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-    "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
-    "mlp.down_proj.weight"};
 
 const char* HeadName(const ModelConfig& c) {
   return c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
@@ -33,7 +33,7 @@ const char* HeadName(const ModelConfig& c) {
 std::vector<std::string> Decoder::StepMatrixNames(const ModelConfig& c) {
   std::vector<std::string> names;
   for (int64_t l = 0; l < c.num_layers; ++l)
-    for (const char* t : kLayerMatrixNames) names.push_back(L(l, t));
+    for (LayerTensor t : LayerMatrices()) names.push_back(LayerTensorName(l, t));
   names.push_back(HeadName(c));
   return names;
 }
@@ -65,10 +65,10 @@ Decoder::Decoder(InferenceModel& model, int64_t max_context, Weights weights)
     cache_[l].v.resize(cache_[l].k.size());
     auto& n = norms_[l];
     n.resize(static_cast<size_t>(Qd + KVd + 2 * D));
-    w.ToF32(L(l, "self_attn.q_norm.weight"), n.data());
-    w.ToF32(L(l, "self_attn.k_norm.weight"), n.data() + Qd);
-    w.ToF32(L(l, "post_attention_layernorm.weight"), n.data() + Qd + KVd);
-    w.ToF32(L(l, "post_feedforward_layernorm.weight"), n.data() + Qd + KVd + D);
+    w.ToF32(LayerTensorName(l, LayerTensor::kQNorm), n.data());
+    w.ToF32(LayerTensorName(l, LayerTensor::kKNorm), n.data() + Qd);
+    w.ToF32(LayerTensorName(l, LayerTensor::kPostAttentionNorm), n.data() + Qd + KVd);
+    w.ToF32(LayerTensorName(l, LayerTensor::kPostFeedforwardNorm), n.data() + Qd + KVd + D);
   }
   const std::vector<std::string> names = StepMatrixNames(c_);
   for (const std::string& name : names) {
@@ -77,8 +77,12 @@ Decoder::Decoder(InferenceModel& model, int64_t max_context, Weights weights)
   }
   if (weights_ == Weights::kCopied) model_.mutable_weights().CopyToMemory(names);
   matrices_.resize(cache_.size());
+  const std::vector<LayerTensor> layer_matrices = LayerMatrices();
+  Require(layer_matrices.size() == kLayerMatrices, "decoder: {} layer matrices, expected {}",
+          layer_matrices.size(), static_cast<int>(kLayerMatrices));
   for (int64_t l = 0; l < c_.num_layers; ++l)
-    for (int m = 0; m < kLayerMatrices; ++m) matrices_[l][m] = Weight(L(l, kLayerMatrixNames[m]));
+    for (int m = 0; m < kLayerMatrices; ++m)
+      matrices_[l][m] = Weight(LayerTensorName(l, layer_matrices[m]));
   head_ = Weight(HeadName(c_));
   final_norm_.resize(D);
   w.ToF32("model.norm.weight", final_norm_.data());

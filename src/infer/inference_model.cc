@@ -5,26 +5,18 @@
 
 #include "core/error.h"
 #include "core/half.h"
-#include "ops/cpu/attention.h"
-#include "ops/cpu/cross_entropy.h"
-#include "ops/cpu/linear.h"
-#include "ops/cpu/rmsnorm.h"
-#include "ops/cpu/rope.h"
-#include "ops/cpu/swiglu.h"
+#include "model/layer_tensors.h"
 
 namespace replica {
 namespace {
 
-// The per-layer tensor names, in the order their fp32 copies are laid out in the layer buffer.
-constexpr const char* kLayerTensors[] = {
-    "self_attn.q_proj.weight",  "self_attn.k_proj.weight",         "self_attn.v_proj.weight",
-    "self_attn.o_proj.weight",  "self_attn.q_norm.weight",         "self_attn.k_norm.weight",
-    "mlp.gate_proj.weight",     "mlp.up_proj.weight",              "mlp.down_proj.weight",
-    "post_attention_layernorm.weight", "post_feedforward_layernorm.weight"};
-enum LayerTensor { kQ, kK, kV, kO, kQNorm, kKNorm, kGate, kUp, kDown, kAttnNorm, kFfNorm, kCount };
+// The per-layer tensors (model/layer_tensors.h), laid out in the layer buffer in table order;
+// slot t is table entry t.
+enum Slot { kQ, kK, kV, kO, kQNorm, kKNorm, kGate, kUp, kDown, kAttnNorm, kFfNorm, kCount };
+static_assert(kCount == kLayerTensorCount);
 
 std::string LayerName(int64_t l, int t) {
-  return "model.layers." + std::to_string(l) + "." + kLayerTensors[t];
+  return LayerTensorName(l, LayerTensorTable()[static_cast<size_t>(t)].id);
 }
 
 // Copies the embedding rows of tokens [N] into x [N, D], widening from the stored dtype.

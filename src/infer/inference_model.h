@@ -24,7 +24,7 @@ namespace replica {
 class InferenceModel {
  public:
   // `backend` (ops/backend.h) runs every op and must outlive the model.
-  explicit InferenceModel(ModelWeights weights, const Backend& backend = CpuBackend());
+  explicit InferenceModel(ModelWeights weights, const Backend& backend);
 
   const ModelConfig& config() const { return weights_.config(); }
   const ModelWeights& weights() const { return weights_; }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "model/model_config.h"
-#include "ops/cpu/rope.h"
+#include "ops/rope_table.h"
 
 namespace replica {
 

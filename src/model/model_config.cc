@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include "model/layer_tensors.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -606,26 +608,15 @@ int64_t ModelConfig::Visible(int64_t layer, int64_t i) const {
 
 ParamLayout ModelConfig::BuildLayout() const {
   (void)CheckedParamCount(*this);  // every shape below is a factor of a checked product
-  const int64_t D = hidden_size, I = intermediate_size, V = vocab_size;
-  const int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
+  const int64_t D = hidden_size, V = vocab_size;
   ParamLayout layout;
   layout.Add("model.embed_tokens.weight", {V, D});
-  for (int64_t l = 0; l < num_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    layout.Add(p + "self_attn.q_proj.weight", {q, D});
-    layout.Add(p + "self_attn.k_proj.weight", {kv, D});
-    layout.Add(p + "self_attn.v_proj.weight", {kv, D});
-    layout.Add(p + "self_attn.o_proj.weight", {D, q});
-    layout.Add(p + "self_attn.q_norm.weight", {q});
-    layout.Add(p + "self_attn.k_norm.weight", {kv});
-    layout.Add(p + "mlp.gate_proj.weight", {I, D});
-    layout.Add(p + "mlp.up_proj.weight", {I, D});
-    layout.Add(p + "mlp.down_proj.weight", {D, I});
-    layout.Add(p + "post_attention_layernorm.weight", {D});
-    layout.Add(p + "post_feedforward_layernorm.weight", {D});
-  }
+  for (int64_t l = 0; l < num_layers; ++l)
+    for (const LayerTensorInfo& t : LayerTensorTable())
+      layout.Add(LayerTensorName(l, t.id), LayerTensorShape(*this, t.id), t.matmul_weight);
   layout.Add("model.norm.weight", {D});
-  if (!tie_word_embeddings) layout.Add("lm_head.weight", {V, D});
+  // The untied head is read only by the LM head's matmuls; the tied one is the embedding.
+  if (!tie_word_embeddings) layout.Add("lm_head.weight", {V, D}, /*matmul_weight=*/true);
   return layout;
 }
 

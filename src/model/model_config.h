@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/cpu/rope_params.h"
+#include "ops/rope_params.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {

@@ -18,6 +18,7 @@
 
 #include "core/profile.h"
 #include "core/error.h"
+#include "model/layer_tensors.h"
 
 namespace replica {
 
@@ -278,15 +279,12 @@ void Olmo3Model::Impl::BindUnits() {
     return layout.Get(name).offset - bounds[static_cast<size_t>(unit)];
   };
   for (int64_t l = 0; l < L; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
     const int u = static_cast<int>(l + 1);
-    layer_at.push_back({at(p + "self_attn.q_proj.weight", u), at(p + "self_attn.k_proj.weight", u),
-                        at(p + "self_attn.v_proj.weight", u), at(p + "self_attn.o_proj.weight", u),
-                        at(p + "self_attn.q_norm.weight", u), at(p + "self_attn.k_norm.weight", u),
-                        at(p + "mlp.gate_proj.weight", u), at(p + "mlp.up_proj.weight", u),
-                        at(p + "mlp.down_proj.weight", u),
-                        at(p + "post_attention_layernorm.weight", u),
-                        at(p + "post_feedforward_layernorm.weight", u)});
+    auto t = [&](LayerTensor id) { return at(LayerTensorName(l, id), u); };
+    using enum LayerTensor;
+    layer_at.push_back({t(kQProj), t(kKProj), t(kVProj), t(kOProj), t(kQNorm), t(kKNorm),
+                        t(kGateProj), t(kUpProj), t(kDownProj), t(kPostAttentionNorm),
+                        t(kPostFeedforwardNorm)});
   }
   final_norm_at = at("model.norm.weight", head_unit);
   lm_head_unit = config.tie_word_embeddings ? 0 : head_unit;

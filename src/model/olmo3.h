@@ -23,7 +23,7 @@ class Olmo3Model {
  public:
   // `backend` must outlive the model.
   Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq,
-             const Backend& backend = CpuBackend(), Recompute recompute = Recompute::kNone);
+             const Backend& backend, Recompute recompute = Recompute::kNone);
   // The same over `store` (units as UnitBounds(layout(), num_layers) cut them).
   Olmo3Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq, const Backend& backend,
              std::unique_ptr<ParamStore> store, Recompute recompute = Recompute::kNone);

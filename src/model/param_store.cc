@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "model/layer_tensors.h"
 
 namespace replica {
 
@@ -13,7 +14,7 @@ std::vector<size_t> UnitBounds(const ParamLayout& layout, int64_t num_layers) {
   Require(bounds[0] == 0, "parameter units: the embedding is not the layout's first tensor");
   for (int64_t l = 0; l < num_layers; ++l) {
     const size_t at =
-        layout.Get("model.layers." + std::to_string(l) + ".self_attn.q_proj.weight").offset;
+        layout.Get(LayerTensorName(l, LayerTensor::kQProj)).offset;
     Require(at > bounds.back(), "parameter units: layer {} does not follow unit {}", l,
             bounds.size() - 1);
     bounds.push_back(at);

@@ -1,8 +1,10 @@
 // The ops table: every computation the model (model/olmo3.h) and the training step (train/,
 // optim/, parallel/, checkpoint/) perform on tensor data goes through one Backend, so a second
 // implementation plugs in below them without touching their logic (docs/design.md §8, "Adding a
-// backend"). The fp32 CPU implementation, CpuBackend(), is the first; ops/cpu/cpu_backend.h has
-// the class to derive from when a backend replaces only some ops (e.g. the matmul-bearing ones).
+// backend"). Implementations live in folders below ops/ and register themselves by device and
+// precision (ops/registry.h); callers get one from SelectBackend and pass it explicitly. The fp32
+// CPU implementation (ops/cpu/cpu_backend.h) is the first and the reference; its class is the one
+// to derive from when a backend replaces only some ops (e.g. the matmul-bearing ones).
 //
 // Contract for every op (details and formulas in the ops/cpu/*.h header named at each op):
 //  - Pointers address fp32 storage the backend can read and write (host memory for the CPU
@@ -20,10 +22,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/cpu/adamw.h"          // AdamWCoefficients
-#include "ops/cpu/attention.h"      // AttentionShape
-#include "ops/cpu/cross_entropy.h"  // CrossEntropySums, LmHeadWorkspace
-#include "ops/cpu/rope.h"           // RopeTable
+#include "ops/adamw_coefficients.h"
+#include "ops/attention_shape.h"
+#include "ops/lm_head_workspace.h"  // CrossEntropySums, LmHeadWorkspace
+#include "ops/precision.h"
+#include "ops/rope_table.h"
 
 namespace replica {
 
@@ -31,6 +34,16 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;  // "cpu-fp32", ...
+
+  // ---- Capabilities (asked by callers instead of testing the backend's type) ---------------
+
+  // What the matmul-bearing ops (linear, attention's products, the LM head) feed their operands
+  // in. With kBf16 every use of a matmul weight rounds it to bf16 first, so such weights may be
+  // stored or sent as bf16 without changing a result (parallel/zero3_store.h).
+  virtual Precision matmul_precision() const = 0;
+  // True when the pointers the ops take address host memory: collectives, checkpoints and I/O
+  // read and write them in place; otherwise they copy through host buffers.
+  virtual bool is_host() const = 0;
 
   // ---- Model ops (each with its backward) -------------------------------------------------
 
@@ -124,8 +137,5 @@ class Backend {
   virtual void AdamWUpdate(float* p, const float* g, float* m, float* v, int64_t n,
                            const AdamWCoefficients& c) const = 0;
 };
-
-// The fp32 CPU implementation (ops/cpu/cpu_backend.h): the default of every user of the table.
-const Backend& CpuBackend();
 
 }  // namespace replica

@@ -44,19 +44,24 @@ std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& c
   return decay;
 }
 
-void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
-                      const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& c, double lr, double grad_coef, int64_t step,
-                      const Backend& backend) {
-  AdamWUpdateShard(layout, decay, params + begin, grads + begin, m, v, begin, end, c, lr,
-                   grad_coef, step, backend);
+void AdamWUpdateRange(const AdamWUpdateArgs& args, const Backend& backend) {
+  AdamWUpdateArgs shard = args;
+  shard.params += args.begin;
+  shard.grads += args.begin;
+  AdamWUpdateShard(shard, backend);
 }
 
-void AdamWUpdateShard(const ParamLayout& layout, const std::vector<double>& decay, float* params,
-                      const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& c, double lr, double grad_coef, int64_t step,
-                      const Backend& backend) {
+void AdamWUpdateShard(const AdamWUpdateArgs& args, const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kOptimizer);
+  const ParamLayout& layout = args.layout;
+  const std::vector<double>& decay = args.decay;
+  const AdamWConfig& c = args.config;
+  float* params = args.params;
+  const float* grads = args.grads;
+  float *m = args.m, *v = args.v;
+  const size_t begin = args.begin, end = args.end;
+  const double lr = args.lr, grad_coef = args.grad_coef;
+  const int64_t step = args.step;
   const double b1 = c.betas[0], b2 = c.betas[1], eps = c.eps;
   const double bias1 = 1.0 - std::pow(b1, static_cast<double>(step));
   const double bias2_sqrt = std::sqrt(1.0 - std::pow(b2, static_cast<double>(step)));
@@ -102,8 +107,11 @@ void AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double 
           "optimizer: buffer sizes differ (params {}, grads {}, state {})", params.size(),
           grads.size(), m.size());
   ++state_.step;
-  AdamWUpdateRange(layout_, decay_, params.data(), grads.data(), m.data(), state_.v.data(), 0,
-                   m.size(), config_, lr, clip_coef, state_.step, backend_);
+  AdamWUpdateRange({.layout = layout_, .decay = decay_, .params = params.data(),
+                    .grads = grads.data(), .m = m.data(), .v = state_.v.data(), .begin = 0,
+                    .end = m.size(), .config = config_, .lr = lr, .grad_coef = clip_coef,
+                    .step = state_.step},
+                   backend_);
 }
 
 void AdamW::LoadState(OptimizerState state) {

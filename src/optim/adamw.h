@@ -45,9 +45,9 @@ constexpr size_t kNormBlock = 4096;
 // (block b covers [b·kNormBlock, (b+1)·kNormBlock) ∩ [begin, end)). `begin` must be block-aligned.
 // The sums run on `backend` (Backend::SumSquaresPartials).
 std::vector<double> GradSquarePartials(const float* g, size_t begin, size_t end,
-                                       const Backend& backend = CpuBackend());
+                                       const Backend& backend);
 // sqrt of the in-order sum of GradSquarePartials over the whole buffer.
-double GlobalGradNorm(const FlatBuffer& grads, const Backend& backend = CpuBackend());
+double GlobalGradNorm(const FlatBuffer& grads, const Backend& backend);
 // min(1, max_norm / (norm + 1e-6)); exactly 1 when not clipping (or max_norm <= 0). A non-finite
 // norm gives a non-finite coefficient, so the step's values show it (and the skip rule refuses it).
 double ClipCoefficient(double norm, double max_norm);
@@ -56,20 +56,28 @@ double ClipCoefficient(double norm, double max_norm);
 // must exist in the layout: Error naming it otherwise).
 std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& config);
 
-// One AdamW update of elements [begin, end) of the flat buffers. m and v point at the state for
-// exactly that range (m[0] is element `begin`), so ZeRO-1 shards can pass their slice. `step` is t
-// (already incremented: 1 on the first update). The elements are updated by `backend`
-// (Backend::AdamWUpdate, one call per parameter tensor in the range).
-void AdamWUpdateRange(const ParamLayout& layout, const std::vector<double>& decay, float* params,
-                      const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& config, double lr, double grad_coef, int64_t step,
-                      const Backend& backend = CpuBackend());
+// One AdamW update of elements [begin, end) of a layout's flat buffers. m and v point at the
+// state for exactly that range (m[0] is element `begin`), so ZeRO-1 shards can pass their slice;
+// where params and grads point is said by the function taking the arguments. `step` is t (already
+// incremented: 1 on the first update).
+struct AdamWUpdateArgs {
+  const ParamLayout& layout;
+  const std::vector<double>& decay;  // per view (DecayPerView)
+  float* params;
+  const float* grads;
+  float* m;
+  float* v;
+  size_t begin, end;
+  const AdamWConfig& config;
+  double lr, grad_coef;
+  int64_t step;
+};
+// params and grads point at element 0 of the whole buffers. The elements are updated by
+// `backend` (Backend::AdamWUpdate, one call per parameter tensor in the range).
+void AdamWUpdateRange(const AdamWUpdateArgs& args, const Backend& backend);
 // The same update where params and grads, like m and v, point at element `begin` (a rank that
 // holds only the range [begin, end) of the parameters and gradients: ZeRO-3).
-void AdamWUpdateShard(const ParamLayout& layout, const std::vector<double>& decay, float* params,
-                      const float* grads, float* m, float* v, size_t begin, size_t end,
-                      const AdamWConfig& config, double lr, double grad_coef, int64_t step,
-                      const Backend& backend = CpuBackend());
+void AdamWUpdateShard(const AdamWUpdateArgs& args, const Backend& backend);
 
 // Error naming the key unless betas holds two values (the rest is range-checked by the run config).
 void RequireAdamWConfig(const AdamWConfig& config);
@@ -81,7 +89,7 @@ class AdamW final : public Optimizer {
  public:
   // `backend` runs the element updates and must outlive the optimizer.
   AdamW(const ParamLayout& layout, const AdamWConfig& config,
-        const Backend& backend = CpuBackend());
+        const Backend& backend);
 
   // t += 1, then the update above with clip coefficient `clip_coef` over every element.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;

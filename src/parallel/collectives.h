@@ -33,7 +33,7 @@ namespace replica::parallel {
 // contains its own shard. Exchanges go in chunks of at most kCollectiveChunkFloats; the additions
 // run on `backend` (Backend::AddInto).
 void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan,
-                       const Backend& backend = CpuBackend());
+                       const Backend& backend);
 
 // Every rank contributes buf[plan.begin(r), plan.end(r)); on return all of buf is identical on
 // every rank. Recursive doubling (distances 1, 2, ...); copies only, no arithmetic.
@@ -46,7 +46,7 @@ void TreeAllReduce(Communicator& comm, std::vector<double>& values);
 // fixed blocks, optim/adamw.h), the block partials are all-gathered and summed in block order: the
 // same operations, in the same order, as GlobalGradNorm on the full buffer.
 double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& plan,
-                       const Backend& backend = CpuBackend());
+                       const Backend& backend);
 
 // Root receives every rank's shard (`shard` holds plan.size(rank) floats) into `full`
 // (plan.total() floats, only used on root).

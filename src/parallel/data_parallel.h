@@ -34,10 +34,10 @@ class DataParallel final : public GradReducer {
   int64_t SumTokens(int64_t local) override;
   // Needs MakeOptimizer first (it fixes the shards).
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
-                         const Backend& backend = CpuBackend()) override;
+                         const Backend& backend) override;
   // A Zero1AdamW whose steps count in the report; this DataParallel must outlive it.
   std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout, const AdamWConfig& config,
-                                           const Backend& backend = CpuBackend()) override;
+                                           const Backend& backend) override;
 
  private:
   Communicator& comm_;

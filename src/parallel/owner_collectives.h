@@ -31,13 +31,13 @@ void GatherRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi
 // accumulator (acc[0] is element plan.begin(rank)).
 void OrderedFoldRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi,
                       const float* piece, float* acc, float* recv,
-                      const Backend& backend = CpuBackend());
+                      const Backend& backend);
 
 // ‖g‖₂ from the owned ranges of a gradient: each rank's fixed grad-norm block partials
 // (optim/adamw.h GradSquarePartials; shard boundaries are block-aligned) are gathered and summed in
 // block order: the bits of GlobalGradNorm on the whole buffer.
 double OwnedGradNorm(Communicator& comm, const ShardPlan& plan, const float* owned,
-                     const Backend& backend = CpuBackend());
+                     const Backend& backend);
 
 // Every rank's `mine` (the same size on every rank), concatenated in rank order, on every rank.
 std::vector<double> AllGatherEqual(Communicator& comm, const std::vector<double>& mine);

@@ -24,8 +24,11 @@ void Zero1AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, do
           "ZeRO-1: buffer sizes differ (params {}, grads {}, layout {})", params.size(),
           grads.size(), plan_.total());
   ++step_;
-  AdamWUpdateRange(layout_, decay_, params.data(), grads.data(), m_.data(), v_.data(),
-                   shard_begin(), shard_end(), config_, lr, clip_coef, step_, backend_);
+  AdamWUpdateRange({.layout = layout_, .decay = decay_, .params = params.data(),
+                    .grads = grads.data(), .m = m_.data(), .v = v_.data(), .begin = shard_begin(),
+                    .end = shard_end(), .config = config_, .lr = lr, .grad_coef = clip_coef,
+                    .step = step_},
+                   backend_);
   AllGatherShards(comm_, params.data(), plan_);
 }
 

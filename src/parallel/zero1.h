@@ -28,7 +28,7 @@ class Zero1AdamW final : public Optimizer {
   // Buffer math (the norm's partials, the AdamW elements, copies) runs on `backend`, which must
   // outlive this object.
   Zero1AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
-             const Backend& backend = CpuBackend());
+             const Backend& backend);
 
   // Collective. t += 1, AdamW on the shard with clip coefficient `clip_coef`, all-gather params.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;

@@ -4,7 +4,6 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "ops/cpu/cpu_bf16_backend.h"
 #include "parallel/owner_collectives.h"
 #include "parallel/zero3_adamw.h"
 
@@ -123,7 +122,7 @@ std::unique_ptr<Optimizer> Zero3::MakeOptimizer(const ParamLayout& layout,
 std::unique_ptr<ParamStore> Zero3::MakeParamStore(const ModelConfig& config,
                                                   const Backend& backend) {
   // The bf16 backend rounds every matmul weight to bf16 before use, so those may travel as bf16.
-  bf16_gathers_ = dynamic_cast<const CpuBf16Backend*>(&backend) != nullptr;
+  bf16_gathers_ = backend.matmul_precision() == Precision::kBf16;
   if (override_) {
     prefetch_ = override_->prefetch;
     bf16_gathers_ = override_->bf16_matmul_weights;

@@ -41,10 +41,10 @@ class Zero3 final : public GradReducer {
   // Needs MakeParamStore and MakeAccumulation first. `grads` is the owned accumulator. Drains the
   // store (zero3_store.h) before the optimizer writes the master parameters.
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
-                         const Backend& backend = CpuBackend()) override;
+                         const Backend& backend) override;
   // A Zero3AdamW over the store's master parameters when MakeParamStore came first.
   std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout, const AdamWConfig& config,
-                                           const Backend& backend = CpuBackend()) override;
+                                           const Backend& backend) override;
   // The store of the one model this reducer serves; it must outlive that model's steps.
   std::unique_ptr<ParamStore> MakeParamStore(const ModelConfig& config,
                                              const Backend& backend) override;

@@ -30,8 +30,11 @@ void Zero3AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, do
   Require(master_ == nullptr || &params == master_,
           "ZeRO-3: Step updates the master parameters it was made over");
   ++step_;
-  AdamWUpdateShard(layout_, decay_, params.data(), grads.data(), m_.data(), v_.data(),
-                   plan_.begin(r), plan_.end(r), config_, lr, clip_coef, step_, backend_);
+  AdamWUpdateShard({.layout = layout_, .decay = decay_, .params = params.data(),
+                    .grads = grads.data(), .m = m_.data(), .v = v_.data(), .begin = plan_.begin(r),
+                    .end = plan_.end(r), .config = config_, .lr = lr, .grad_coef = clip_coef,
+                    .step = step_},
+                   backend_);
 }
 
 const OptimizerState* Zero3AdamW::SaveState() {

@@ -25,7 +25,7 @@ class Zero3AdamW final : public Optimizer {
   // fp32 master parameters Step updates (the ZeRO-3 store's; plan.size(rank) floats), which
   // master() reports for whoever reads or writes the owned state (checkpoints).
   Zero3AdamW(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
-             const Backend& backend = CpuBackend(), FlatBuffer* master = nullptr);
+             const Backend& backend, FlatBuffer* master = nullptr);
 
   // Not collective: t += 1, AdamW on the owned range of `params` from the owned `grads`.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;

@@ -15,15 +15,6 @@ namespace replica::parallel {
 
 namespace {
 
-// Read only by bf16-rounding matmuls on the bf16 backend: the linear layers' weights and the
-// untied LM head (the tied one is the embedding, read by the fp32 row lookup).
-bool MatmulOnly(const std::string& name) {
-  const std::string suffix = "_proj.weight";
-  return name == "lm_head.weight" ||
-         (name.size() > suffix.size() &&
-          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
-}
-
 // dst[0, n) = the fp32 values of the bf16 numbers at src[0, 2n). src may overlap dst at or after
 // dst + i for element i (the in-place widening): each chunk is read whole before it is written.
 void Widen(const unsigned char* src, float* dst, size_t n) {
@@ -86,7 +77,7 @@ Zero3ParamStore::Zero3ParamStore(const ParamLayout& layout, int64_t num_layers,
         std::upper_bound(bounds_.begin(), bounds_.end(), a) - bounds_.begin() - 1);
     Require(u < units && b <= bounds_[u + 1], "ZeRO-3: tensor {} crosses a unit boundary",
             views[i].name);
-    const bool bf16 = options_.bf16_matmul_weights && MatmulOnly(views[i].name);
+    const bool bf16 = options_.bf16_matmul_weights && views[i].matmul_weight;
     spans_[u].push_back({a, b, bf16, wire_bytes_[u]});
     wire_bytes_[u] += (b - a) * (bf16 ? 2 : 4);
   }

@@ -22,10 +22,11 @@
 //                 the optimizer step): a pending send reads them, a pending gather would be stale.
 //   bf16 gathers  (Options::bf16_matmul_weights, set when the model computes on the bf16 backend)
 //                 a tensor that the model reads only through bf16-rounding matmuls travels as bf16
-//                 (round to nearest even, core/half.h) and is widened on receipt: every
-//                 `*_proj.weight` (q, k, v, o, gate, up, down) and the untied `lm_head.weight`.
+//                 (round to nearest even, core/half.h) and is widened on receipt: every tensor
+//                 the layout marks a matmul weight (ParamView::matmul_weight, from
+//                 model/layer_tensors.h: q, k, v, o, gate, up, down and the untied LM head).
 //                 Those ops round the weight to bf16 before any use (forward and both backward
-//                 products; ops/cpu/cpu_bf16_backend.h), and round(widen(bf16(w))) = round(w), so
+//                 products; Backend::matmul_precision), and round(widen(bf16(w))) = round(w), so
 //                 the bits of training do not change. The embedding (an fp32 row lookup, and the
 //                 tied LM head), RMSNorm and QK-norm gains stay fp32; so does every tensor in fp32
 //                 precision. The owner's own part, and a unit read in place, stay fp32 (the matmul

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ops/cpu/rope_params.h"
+#include "ops/rope_params.h"
 
 namespace replica {
 

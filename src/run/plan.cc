@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/human_count.h"
 #include "core/plural.h"
+#include "model/layer_tensors.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 
@@ -29,7 +30,7 @@ uint64_t LargestUnitFloats(const ModelConfig& m) {
   auto at = [&](const std::string& name) { return layout.Get(name).offset; };
   std::vector<uint64_t> bounds = {0};
   for (int64_t l = 0; l < m.num_layers; ++l)
-    bounds.push_back(at("model.layers." + std::to_string(l) + ".self_attn.q_proj.weight"));
+    bounds.push_back(at(LayerTensorName(l, LayerTensor::kQProj)));
   bounds.push_back(at("model.norm.weight"));
   bounds.push_back(layout.total_floats());
   uint64_t most = 0;

@@ -18,7 +18,7 @@
 #include "core/threads.h"
 #include "model/recompute.h"
 #include "ops/cpu/isa.h"
-#include "ops/cpu/precision.h"
+#include "ops/precision.h"
 
 namespace replica {
 namespace fs = std::filesystem;
@@ -140,6 +140,8 @@ const std::vector<Field>& Fields() {
        "scan every batch the loader emits for eval data: stop | warn | off"},
       {"eval.canaries", Kind::kPath, false, REF(eval.canaries),
        "registered canary set (JSONL of token ids), scored with its unregistered twin"},
+      {"compute.device", Kind::kString, false, REF(compute.device),
+       "which registered backend computes: cpu"},
       {"compute.precision", Kind::kString, false, REF(compute.precision),
        "what every matmul is fed: fp32 | bf16 (bf16 inputs, fp32 accumulation)"},
       {"compute.isa", Kind::kString, false, REF(compute.isa),
@@ -842,6 +844,9 @@ std::string Render(const RunConfig& c, bool trajectory_only) {
     if (trajectory_only && f.key == std::string("train.grad_accumulation") &&
         c.train.grad_accumulation == "tree")
       continue;
+    // Added after runs existed: the only device then (cpu) renders as before, so the canonical
+    // config and both hashes of those runs are unchanged.
+    if (f.key == std::string("compute.device") && c.compute.device == "cpu") continue;
     std::vector<std::string> parts;
     std::string k = f.key;
     for (size_t pos; (pos = k.find('.')) != std::string::npos; k = k.substr(pos + 1))

@@ -94,6 +94,9 @@ struct RunConfig {
   // How the model computes (docs/precision.md). Not trajectory keys: a run may resume in another
   // precision or on another ISA (the device switch); metrics and checkpoints record both.
   struct Compute {
+    // Which registered backend computes (ops/registry.h): cpu. Checked when the backend is
+    // selected (an unknown device is refused naming the key and the registered devices).
+    std::string device = "cpu";
     std::string precision = "fp32";  // fp32 | bf16: what every matmul is fed
     std::string isa = "auto";        // auto | avx2 | avx512 | amx: a cap on the CPU's ISA
   } compute;
@@ -111,7 +114,7 @@ struct RunConfig {
   struct Fault {
     int64_t kill_at_step = 0;        // abort (SIGKILL itself) right after this step's metrics
     int64_t kill_in_checkpoint = 0;  // abort in the middle of writing this step's checkpoint
-    std::string kill_in_checkpoint_phase = "files";  // files | before_done (see train/fault.h)
+    std::string kill_in_checkpoint_phase = "files";  // files | before_done (see core/fault.h)
   } fault;
 
   std::string source;  // the file it was read from ("" for a string)

@@ -4,11 +4,13 @@
 
 namespace replica {
 
-const ParamView& ParamLayout::Add(std::string name, std::vector<int64_t> shape) {
+const ParamView& ParamLayout::Add(std::string name, std::vector<int64_t> shape,
+                                  bool matmul_weight) {
   Require(!index_.count(name), "parameter layout: duplicate tensor name '{}'", name);
   ParamView v;
   v.name = std::move(name);
   v.shape = std::move(shape);
+  v.matmul_weight = matmul_weight;
   v.numel = static_cast<size_t>(NumElements(v.shape));
   v.offset = total_;
   total_ += (v.numel + kAlignFloats - 1) / kAlignFloats * kAlignFloats;

@@ -18,6 +18,7 @@ struct ParamView {
   std::vector<int64_t> shape;   // row-major
   size_t offset = 0;            // in floats from the buffer start
   size_t numel = 0;
+  bool matmul_weight = false;  // read only by matmul-bearing ops (model/layer_tensors.h)
 };
 
 // The ordered table of views. Offsets are assigned in Add() order, each view aligned to 16 floats
@@ -25,7 +26,7 @@ struct ParamView {
 class ParamLayout {
  public:
   static constexpr size_t kAlignFloats = 16;
-  const ParamView& Add(std::string name, std::vector<int64_t> shape);
+  const ParamView& Add(std::string name, std::vector<int64_t> shape, bool matmul_weight = false);
   const ParamView& Get(const std::string& name) const;  // Error naming the missing tensor
   const ParamView* Find(const std::string& name) const;
   const std::vector<ParamView>& views() const { return views_; }

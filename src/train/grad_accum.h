@@ -40,7 +40,7 @@ class TreeAccumulator {
   using Scalars = std::array<double, kScalars>;
 
   // The sums, moves and zeroing run on `backend`, which must outlive the accumulator.
-  TreeAccumulator(size_t floats, int64_t count, const Backend& backend = CpuBackend());
+  TreeAccumulator(size_t floats, int64_t count, const Backend& backend);
   // Starts a new sum of `count` leaves, keeping the spare buffers allocated so far (a training
   // step then allocates nothing).
   void Reset(int64_t count);
@@ -68,6 +68,6 @@ class TreeAccumulator {
 };
 
 // a[i] = b[i] + a[i] for every element (Backend::AddInto; IEEE addition commutes).
-void AddInto(FlatBuffer& a, const FlatBuffer& b, const Backend& backend = CpuBackend());
+void AddInto(FlatBuffer& a, const FlatBuffer& b, const Backend& backend);
 
 }  // namespace replica

@@ -66,12 +66,12 @@ class GradReducer {
   // hold the global sum (others are unspecified). Returns the global gradient norm (GlobalGradNorm's
   // bits), equal on every rank. Buffer math runs on `backend`.
   virtual double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
-                                 const Backend& backend = CpuBackend()) = 0;
+                                 const Backend& backend) = 0;
   // The optimizer (zero state) that updates what ReduceGradients leaves reduced; its element
   // updates run on `backend`, which must outlive it.
   virtual std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout,
                                                    const AdamWConfig& config,
-                                                   const Backend& backend = CpuBackend()) = 0;
+                                                   const Backend& backend) = 0;
 };
 
 // One process: the partial sums are the global sums; the norm is GlobalGradNorm; the optimizer
@@ -85,9 +85,9 @@ class LocalGradReducer final : public GradReducer {
   }
   int64_t SumTokens(int64_t local) override { return local; }
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
-                         const Backend& backend = CpuBackend()) override;
+                         const Backend& backend) override;
   std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout, const AdamWConfig& config,
-                                           const Backend& backend = CpuBackend()) override;
+                                           const Backend& backend) override;
 
  private:
   std::string accumulation_;

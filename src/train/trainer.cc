@@ -24,8 +24,8 @@
 #include "data/loader.h"
 #include "hf/hf_weights.h"
 #include "ops/cpu/compute.h"
-#include "ops/cpu/cpu_bf16_backend.h"
 #include "ops/cpu/gemm_peak.h"
+#include "ops/registry.h"
 #include "optim/optimizer.h"
 #include "train/non_finite_guard.h"
 #include "run/run_lock.h"
@@ -250,6 +250,7 @@ class TrainingRun {
   std::unique_ptr<Optimizer> optimizer_;
   SkipStepRule skip_;
   NonFiniteGuard non_finite_;
+  const Backend* backend_ = nullptr;  // selected by compute.device and compute.precision
   int64_t step_ = 0, tokens_ = 0;
   int64_t saved_step_ = -1;  // the step of the last checkpoint this run started writing
 
@@ -276,6 +277,7 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
   SetNumThreads(static_cast<int>(cfg_.train.threads));
   compute_ = ConfigureCompute(cfg_.compute.precision, cfg_.compute.isa,
                               "config key 'compute.precision'", "config key 'compute.isa'");
+  backend_ = &SelectBackend(cfg_.compute.device, compute_.precision);
   precision_name_ = PrecisionName(compute_.precision);
   isa_name_ = IsaName(compute_.isa);
   const std::shared_ptr<const data::InstanceDataset> dataset = OpenTrainingData(cfg_);
@@ -296,7 +298,7 @@ void TrainingRun::LoadOrInitState() {
   if (start_.resume) summary_.resumed_from = start_.resume->dir;
   if (writer_) WriteRunConfig(opt_.run_dir, cfg_);
 
-  const Backend& backend = BackendFor(compute_.precision);
+  const Backend& backend = *backend_;
   model_.emplace(cfg_.model, shape_.micro, shape_.seq_len, backend,
                  reducer_.MakeParamStore(cfg_.model, backend), ChooseRecompute());
   const ParamLayout& layout = model_->layout();

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "testing/util.h"
+#include "ops/cpu/cpu_backend.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -87,7 +88,7 @@ class CheckpointTest : public ::testing::Test {
 TEST_F(CheckpointTest, RoundTripIsBitExactAndSaveSnapshots) {
   State s = MakeState(1);
   State original = MakeState(1);
-  CheckpointWriter w({.run_dir = run_.string(), .keep = 0});
+  CheckpointWriter w({.run_dir = run_.string(), .keep = 0}, CpuBackend());
   w.Reserve(s.layout);
   w.Save(7, s.layout, s.params, s.m, s.v, 1234, StateJson(7), ConfigJson());
   // Training continues while the write is in flight: the checkpoint must hold the values at Save().
@@ -123,7 +124,7 @@ TEST_F(CheckpointTest, RoundTripIsBitExactAndSaveSnapshots) {
 
 TEST_F(CheckpointTest, SynchronousWriterRoundTrips) {
   State s = MakeState(11);
-  CheckpointWriter w({.run_dir = run_.string(), .keep = 0, .background = false});
+  CheckpointWriter w({.run_dir = run_.string(), .keep = 0, .background = false}, CpuBackend());
   w.Save(3, s.layout, s.params, s.m, s.v, 3, StateJson(3), ConfigJson());
   EXPECT_FALSE(w.InFlight());
   EXPECT_NO_THROW(VerifyCheckpoint(Dir(3)));
@@ -138,7 +139,7 @@ TEST_F(CheckpointTest, SynchronousWriterRoundTrips) {
 
 TEST_F(CheckpointTest, LoadRefusesAnotherModel) {
   State s = MakeState(2);
-  CheckpointWriter w({.run_dir = run_.string()});
+  CheckpointWriter w({.run_dir = run_.string()}, CpuBackend());
   SaveSync(w, s, 1);
   Checkpoint c = Checkpoint::Open(Dir(1));
 
@@ -174,7 +175,7 @@ class CheckpointDamageTest : public CheckpointTest,
 
 TEST_P(CheckpointDamageTest, DamagedNewestIsReportedAndSkipped) {
   State s = MakeState(3);
-  CheckpointWriter w({.run_dir = run_.string()});
+  CheckpointWriter w({.run_dir = run_.string()}, CpuBackend());
   SaveSync(w, s, 10);
   SaveSync(w, s, 20);
   const fs::path d = Dir(20);
@@ -299,7 +300,7 @@ TEST_F(CheckpointTest, SaveRefusesNonFiniteState) {
     State s = MakeState(11);
     FlatBuffer& buf = which == 0 ? s.params : which == 1 ? s.m : s.v;
     buf.data()[s.layout.Get("lm_head.weight").offset + 2] = which == 1 ? -INFINITY : NAN;
-    CheckpointWriter w({.run_dir = run_.string(), .keep = 0});
+    CheckpointWriter w({.run_dir = run_.string(), .keep = 0}, CpuBackend());
     std::string e;
     try {
       SaveSync(w, s, 4);
@@ -316,7 +317,7 @@ TEST_F(CheckpointTest, SaveRefusesNonFiniteState) {
 
 TEST_F(CheckpointTest, KeepsLastKCompleteCheckpoints) {
   State s = MakeState(4);
-  CheckpointWriter w({.run_dir = run_.string(), .keep = 2});
+  CheckpointWriter w({.run_dir = run_.string(), .keep = 2}, CpuBackend());
   for (int64_t step : {10, 20, 30, 40}) SaveSync(w, s, step);
   std::vector<int64_t> steps;
   for (const CheckpointDir& d : ListCheckpointDirs((run_ / "checkpoints").string()))
@@ -327,7 +328,7 @@ TEST_F(CheckpointTest, KeepsLastKCompleteCheckpoints) {
 TEST_F(CheckpointTest, ResaveAfterFallbackReplacesAbandonedTrajectory) {
   State s = MakeState(5);
   {
-    CheckpointWriter w({.run_dir = run_.string(), .keep = 3});
+    CheckpointWriter w({.run_dir = run_.string(), .keep = 3}, CpuBackend());
     for (int64_t step : {10, 20, 30}) SaveSync(w, s, step);
   }
   fs::remove(fs::path(Dir(30)) / "DONE");  // incomplete newest: resume falls back to 20
@@ -337,7 +338,7 @@ TEST_F(CheckpointTest, ResaveAfterFallbackReplacesAbandonedTrajectory) {
     auto found = FindLatestValid(run_.string());
     SetLogLevel(LogLevel::kWarn);
     ASSERT_EQ(found->step, 20);
-    CheckpointWriter w({.run_dir = run_.string(), .keep = 3});
+    CheckpointWriter w({.run_dir = run_.string(), .keep = 3}, CpuBackend());
     EXPECT_FALSE(fs::exists(run_ / "checkpoints" / "step-00000040.tmp"));
     State s2 = MakeState(6);
     SaveSync(w, s2, 25);  // the resumed trajectory: step-30 belongs to the abandoned one
@@ -353,7 +354,7 @@ TEST_F(CheckpointTest, ResaveAfterFallbackReplacesAbandonedTrajectory) {
 
 TEST_F(CheckpointTest, BackgroundWritesComplete) {
   State s = MakeState(8);
-  CheckpointWriter w({.run_dir = run_.string(), .keep = 0, .background = true});
+  CheckpointWriter w({.run_dir = run_.string(), .keep = 0, .background = true}, CpuBackend());
   for (int64_t step = 1; step <= 5; ++step)
     w.Save(step, s.layout, s.params, s.m, s.v, step, StateJson(step), ConfigJson());
   w.Finish();
@@ -368,7 +369,7 @@ TEST_F(CheckpointTest, BackgroundWritesComplete) {
 // disk makes it fail with ENOSPC (tests/cli/checkpoint_fulldisk.sh covers the real full disk).
 TEST_F(CheckpointTest, BackgroundFailureIsRethrownAndLeavesPreviousIntact) {
   State s = MakeState(9);
-  CheckpointWriter w({.run_dir = run_.string(), .keep = 1});
+  CheckpointWriter w({.run_dir = run_.string(), .keep = 1}, CpuBackend());
   SaveSync(w, s, 10);
   const std::string before = FileXxh3Hex(fs::path(Dir(10)) / "model.safetensors");
 
@@ -444,14 +445,14 @@ class CheckpointFaultTest : public CheckpointTest,
 TEST_P(CheckpointFaultTest, KillInsideCheckpointWriteLeavesPreviousValid) {
     State s = MakeState(10);
   {
-    CheckpointWriter w({.run_dir = run_.string()});
+    CheckpointWriter w({.run_dir = run_.string()}, CpuBackend());
     SaveSync(w, s, 10);
   }
   EXPECT_EXIT(
       {
         fault::Configure(
             {.kill_at_step = {}, .kill_in_checkpoint = 20, .checkpoint_phase = GetParam()});
-        CheckpointWriter w({.run_dir = run_.string()});
+        CheckpointWriter w({.run_dir = run_.string()}, CpuBackend());
         SaveSync(w, s, 20);
         std::exit(0);
       },
@@ -469,7 +470,7 @@ TEST_P(CheckpointFaultTest, KillInsideCheckpointWriteLeavesPreviousValid) {
     EXPECT_NE(err.find("no DONE marker"), std::string::npos) << err;
   }
   // Restarting and saving step 20 again cleans up and succeeds.
-  CheckpointWriter w({.run_dir = run_.string()});
+  CheckpointWriter w({.run_dir = run_.string()}, CpuBackend());
   SaveSync(w, s, 20);
   EXPECT_EQ(FindLatestValid(run_.string())->step, 20);
   EXPECT_FALSE(fs::exists(Dir(20) + ".tmp"));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/util.h"
+#include "ops/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/log.h"
@@ -104,7 +105,7 @@ TEST_F(ConvertTest, RunDirectoryExportsNewestValidCheckpoint) {
   for (const ParamView& view : layout.views())
     in.ReadF32Into(view.name, params.data() + view.offset, view.numel);
   {
-    CheckpointWriter w({.run_dir = P("run"), .keep = 0});
+    CheckpointWriter w({.run_dir = P("run"), .keep = 0}, CpuBackend());
     w.Save(10, layout, params, m, v, 10, {{"step", 10}}, config.ToHfJson());
     w.Wait();
     params.data()[0] += 1.0f;  // step 20 differs from the fixture in one value
@@ -229,7 +230,7 @@ TEST_F(ConvertTest, DestinationMustBeEmptyOrAnEarlierExport) {
   const ParamLayout layout = config.BuildLayout();
   FlatBuffer params(layout.total_floats()), m(layout.total_floats()), v(layout.total_floats());
   {
-    CheckpointWriter w({.run_dir = P("run"), .keep = 0});
+    CheckpointWriter w({.run_dir = P("run"), .keep = 0}, CpuBackend());
     w.Save(12, layout, params, m, v, 12, {{"step", 12}}, config.ToHfJson());
     w.Finish();
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "ops/cpu/cpu_backend.h"
 #include "checkpoint/format.h"
 #include "checkpoint/reader.h"
 #include "checkpoint/writer.h"
@@ -30,7 +31,7 @@ TEST(FindLatestValidRace, APrunedCandidateMakesItLookAgain) {
   FlatBuffer params(n), m(n), v(n);
   for (size_t i = 0; i < n; ++i) params.data()[i] = static_cast<float>(i % 97) * 1e-3f;
 
-  CheckpointWriter writer({.run_dir = run, .keep = 1, .background = false});
+  CheckpointWriter writer({.run_dir = run, .keep = 1, .background = false}, CpuBackend());
   writer.Save(1, layout, params, m, v, 1, {{"step", 1}}, {{"model_type", "olmo3"}});
   std::atomic<bool> stop{false};
   std::thread t([&] {

@@ -4,7 +4,8 @@
 #    autocast bf16 on the same inputs (the figures the fixture READMEs and docs/BENCHMARKS.md give),
 #    and fp32 parity unchanged (KL max <= 1e-8, top-1 100%), on the trained long-context model too;
 #  - bad input exits 2 naming the flag or key: --precision fp16, an --isa the CPU lacks, a config
-#    with compute.precision fp16; nothing is written;
+#    with compute.precision fp16, a compute.device that is not registered (with the list of those
+#    that are); nothing is written;
 #  - `replica bench --precision bf16` reports the mode, MFU against the bf16 GEMM and the nominal peak;
 #  - bf16 training is bit-identical on 1 and 2 ranks (mpirun) and across thread counts;
 #  - the device switch: a run trained 10 steps in fp32 on 2 ranks (1 without mpirun) resumes in
@@ -132,6 +133,9 @@ train() {  # train <ranks> <run-dir> [--set ...]
 }
 expect_exit2 "train compute.precision fp16" "compute.precision" "$BIN" train "$tmp/tiny.yaml" \
   --run-dir "$tmp/bad" --set compute.precision=fp16
+expect_exit2 "train compute.device gpu" "config key 'compute.device': unknown device 'gpu'; registered devices: cpu" \
+  "$BIN" train "$tmp/tiny.yaml" --run-dir "$tmp/bad-device" --set compute.device=gpu
+[ -e "$tmp/bad-device" ] && FAIL "compute.device gpu: the run directory was created"
 [ -e "$tmp/bad" ] && FAIL "a refused config left a run directory"
 
 train 1 "$tmp/F32" || FAIL "fp32 run exit $?: $(tail -5 "$tmp/F32.log")"

@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
 # The library layering of docs/design.md §1: a folder of src/ includes headers only from itself and
-# from folders listed before it. Usage: layering.sh REPLICA_BINARY SOURCE_DIR (the binary is unused).
+# from folders listed before it; and the "never" rules of §1 and §8:
+#  - model never includes train (nor anything above it), nor an ops implementation folder;
+#  - parallel never spells a model tensor's name (which tensors are matmul weights comes from the
+#    layout, model/layer_tensors.h);
+#  - run never includes the ops table, the registry or an op: only the config-value headers
+#    ops/precision.h, ops/rope_params.h and ops/cpu/isa.h (what compute.* and RoPE keys parse to);
+#  - nothing outside src/ops includes ops/cpu/cpu_bf16_backend.h, and no folder but ops names a
+#    backend class (backends are chosen by SelectBackend, ops/registry.h);
+#  - ops/backend.h includes no implementation header (nothing under ops/<impl>/).
+# Usage: layering.sh REPLICA_BINARY SOURCE_DIR (the binary is unused).
 set -euo pipefail
 src="${2:?source dir}/src"
 order=(core tensor io ops model hf tokenizer data checkpoint infer optim run train parallel eval cli)
@@ -19,5 +28,20 @@ for dir in "$src"/*/; do
     fi
   done < <(grep -rnoE '^#include "[^"]+"' "$dir" | sed -E 's/#include "([^"]+)"/\1/')
 done
-[ "$bad" -eq 0 ] && echo "layering: ok (${#order[@]} layers)"
+never() {  # never <what> <grep -E pattern> <paths...>: any match is a violation
+  local what=$1 pat=$2; shift 2
+  local hits
+  hits=$(grep -rnE "$pat" "$@" 2>/dev/null || true)
+  if [ -n "$hits" ]; then
+    echo "layering: $what:"; echo "$hits" | sed "s#$src/##"; bad=1
+  fi
+}
+never "model includes train or an ops implementation" '^#include "(train|parallel|eval|cli)/|^#include "ops/[a-z0-9_]+/' "$src/model"
+never "parallel spells a tensor name" '"[^"]*(_proj\.weight|model\.layers|embed_tokens|lm_head|layernorm|norm\.weight)[^"]*"' "$src/parallel"
+run_ops=$(grep -rnoE '^#include "ops/[^"]+"' "$src/run" | grep -vE '"ops/(precision|rope_params|cpu/isa)\.h"' || true)
+[ -z "$run_ops" ] || { echo "layering: run includes ops beyond config values:"; echo "$run_ops" | sed "s#$src/##"; bad=1; }
+never "a backend chosen by type outside ops" 'cpu_bf16_backend\.h|CpuBf16Backend|CpuFp32Backend|dynamic_cast<const [A-Za-z]*Backend' \
+  $(find "$src" -mindepth 1 -maxdepth 1 -type d ! -name ops)
+never "ops/backend.h includes an implementation" '^#include "ops/[a-z0-9_]+/' "$src/ops/backend.h" "$src/ops/registry.h"
+[ "$bad" -eq 0 ] && echo "layering: ok (${#order[@]} layers, never-rules hold)"
 exit "$bad"

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/cpu/cpu_backend.h"
 #include "eval/eval_suite.h"
 #include "eval/model_loader.h"
 #include "hf/hf_weights.h"
@@ -35,7 +36,7 @@ std::vector<double> LogProbs(InferenceModel& model, const std::vector<int32_t>& 
 
 TEST(ModelEval, PerplexityAndMultipleChoiceMatchTheModelsLogits) {
   const int64_t seq_len = 40;
-  EvalModel m = LoadEvalModel(kDir, seq_len);
+  EvalModel m = LoadEvalModel(kDir, seq_len, CpuBackend());
   EXPECT_EQ(m.source, "hf:" + kDir);
   InferenceModel& model = *m.model;
   auto enc = MakeByteEncoder(510, 511);
@@ -92,7 +93,7 @@ TEST(ModelEval, PerplexityAndMultipleChoiceMatchTheModelsLogits) {
 }
 
 TEST(ModelEval, TokensOutsideTheVocabularyAreAnError) {
-  EvalModel m = LoadEvalModel(kDir, 16);
+  EvalModel m = LoadEvalModel(kDir, 16, CpuBackend());
   LossFn loss = ModelLossFn(*m.model);
   std::vector<int32_t> tokens{1, 2, 600}, labels{2, 600, kIgnoreLabel};
   EXPECT_THROW(loss(tokens.data(), labels.data(), 1, 3), Error);

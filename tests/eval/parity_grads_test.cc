@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eval/parity.h"
+#include "ops/cpu/cpu_backend.h"
 #include "hf/hf_weights.h"
 #include "io/safetensors.h"
 #include "model/model_config.h"
@@ -27,7 +28,7 @@ std::string WriteDump(const std::string& name,
                       const std::function<void(const std::string&, std::vector<float>&)>& edit) {
   const ModelConfig config = ModelConfig::FromHfFile(kModel + "/config.json");
   const int64_t B = 3, T = 1, V = config.vocab_size;
-  Olmo3Model model(config, B, T);
+  Olmo3Model model(config, B, T, CpuBackend());
   LoadHfWeights(kModel, model.layout(), model.params());
   std::vector<int32_t> ids = {5, 77, 300}, labels = {9, 123, 400};
   std::vector<float> logits(static_cast<size_t>(B * T * V));

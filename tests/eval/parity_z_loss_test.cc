@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/cpu_backend.h"
 #include "eval/parity.h"
 #include "hf/hf_weights.h"
 #include "io/safetensors.h"
@@ -31,7 +32,7 @@ struct Dump {
 Dump WriteDump(const std::string& name, double z_grad, bool with_z_loss) {
   const ModelConfig config = ModelConfig::FromHfFile(kModel + "/config.json");
   const int64_t B = 2, T = 5, V = config.vocab_size;
-  Olmo3Model model(config, B, T);
+  Olmo3Model model(config, B, T, CpuBackend());
   LoadHfWeights(kModel, model.layout(), model.params());
   std::vector<int32_t> ids = {5, 77, 300, 12, 9, 1, 2, 3, 4, 500};
   std::vector<int32_t> labels = {77, 300, 12, 9, -100, 2, 3, -100, 500, 8};

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "ops/cpu/cpu_backend.h"
 #include "core/half.h"
 #include "hf/hf_weights.h"
 #include "infer/decoder.h"
@@ -98,13 +99,13 @@ TEST(InferenceModel, Bf16WeightsGiveTheTrainingForwardBitForBit) {
     const std::string dir = Bf16Copy(c, tmp, &rounded, &config);
     ASSERT_TRUE(fs::exists(dir + "/model.safetensors.index.json")) << "expected a sharded copy";
     const Fixture io = ReadIo(c);
-    Olmo3Model train(config, io.B, io.T);
+    Olmo3Model train(config, io.B, io.T, CpuBackend());
     std::copy(rounded.data(), rounded.data() + rounded.size(), train.params().data());
     const int64_t N = io.B * io.T, V = io.V;
     std::vector<float> want(N * V), got(N * V);
     train.ForwardLogits(io.ids.data(), io.B, io.T, want.data());
 
-    InferenceModel m(ModelWeights::Open(dir));
+    InferenceModel m(ModelWeights::Open(dir), CpuBackend());
     EXPECT_EQ(m.weights().Get("model.embed_tokens.weight").dtype, DType::kBF16);
     m.ForwardLogits(io.ids.data(), io.B, io.T, got.data());
     EXPECT_EQ(got, want) << c;
@@ -157,7 +158,7 @@ TEST(Decoder, CachedStepsGiveTheFullForwardsLogitsAcrossTheWindow) {
     ModelConfig config;
     test::TempDir tmp("infer");
     for (const std::string& dir : {kData + c, Bf16Copy(c, tmp, &rounded, &config)}) {
-      InferenceModel m(ModelWeights::Open(dir));
+      InferenceModel m(ModelWeights::Open(dir), CpuBackend());
       const int64_t W = m.config().sliding_window;
       ASSERT_GT(io.T, 2 * W) << "the sequence must cross the window";
       for (int64_t b = 0; b < io.B; ++b) {
@@ -175,7 +176,7 @@ TEST(Decoder, CachedStepsGiveTheFullForwardsLogitsAcrossTheWindow) {
 TEST(Decoder, GreedyNextTokensEqualTheFloat64ReferenceArgmax) {
   for (const std::string c : {"tiny-mha", "tiny-gqa", "tiny-yarn"}) {
     const Fixture io = ReadIo(c);
-    InferenceModel m(ModelWeights::Open(kData + c));
+    InferenceModel m(ModelWeights::Open(kData + c), CpuBackend());
     // fp32 noise of these logits (README: fp32_reference_deviation.logits_max_abs ~1e-6); a top-2
     // gap 20 times larger decides the argmax.
     const double noise = 2e-5;
@@ -222,7 +223,7 @@ TEST(Decoder, WeightsCopiedToMemoryGiveTheSameLogitsAsTheMapping) {
     ModelConfig config;
     test::TempDir tmp("infer");
     for (const std::string& dir : {kData + c, Bf16Copy(c, tmp, &rounded, &config)}) {
-      InferenceModel mapped(ModelWeights::Open(dir)), copied(ModelWeights::Open(dir));
+      InferenceModel mapped(ModelWeights::Open(dir), CpuBackend()), copied(ModelWeights::Open(dir), CpuBackend());
       Decoder a(mapped, io.T, Decoder::Weights::kMapped), b(copied, io.T, Decoder::Weights::kCopied);
       EXPECT_EQ(b.weights(), Decoder::Weights::kCopied);
       // Every matrix a step reads now lives in the copy, with the same bytes; the rest is mapped.
@@ -253,7 +254,7 @@ TEST(Decoder, WeightsCopiedToMemoryGiveTheSameLogitsAsTheMapping) {
 }
 
 TEST(Decoder, RefusesWhatDoesNotFit) {
-  InferenceModel m(ModelWeights::Open(kData + "tiny-mha"));
+  InferenceModel m(ModelWeights::Open(kData + "tiny-mha"), CpuBackend());
   Decoder dec(m, 8);
   std::vector<int32_t> prompt(9, 3);
   try {

@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "core/threads.h"
+#include "ops/cpu/cpu_backend.h"
 #include "hf/hf_weights.h"
 #include "io/safetensors.h"
 #include "model/olmo3.h"
-#include "ops/cpu/cpu_bf16_backend.h"
+#include "ops/registry.h"
 
 namespace replica {
 namespace {
@@ -60,8 +61,8 @@ TEST(Olmo3Bf16, LogitsNearTruthButNotFp32) {
     SCOPED_TRACE(name);
     const std::string dir = kData + "/olmo3/" + name;
     Case c(dir);
-    Olmo3Model model32(c.config, c.B, c.T, BackendFor(Precision::kFp32));
-    Olmo3Model model16(c.config, c.B, c.T, BackendFor(Precision::kBf16));
+    Olmo3Model model32(c.config, c.B, c.T, SelectBackend("cpu", Precision::kFp32));
+    Olmo3Model model16(c.config, c.B, c.T, SelectBackend("cpu", Precision::kBf16));
     EXPECT_EQ(&model32.backend(), &CpuBackend());
     EXPECT_STREQ(model16.backend().name(), "cpu-bf16");
     LoadHfWeights(dir, model32.layout(), model32.params());
@@ -84,7 +85,7 @@ TEST(Olmo3Bf16, GradientsTrackFp32AndAreThreadCountIndependent) {
   Case c(dir);
   auto run = [&](Precision p, int threads, std::vector<float>& g) {
     SetNumThreads(threads);
-    Olmo3Model model(c.config, c.B, c.T, BackendFor(p));
+    Olmo3Model model(c.config, c.B, c.T, SelectBackend("cpu", p));
     LoadHfWeights(dir, model.layout(), model.params());
     const size_t n = model.grads().size();
     model.grads().Zero();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "io/safetensors.h"
@@ -52,7 +53,7 @@ struct Fixture {
     T = t.shape[1];
     ids = ToI32(io.ReadI64("input_ids"));
     labels = ToI32(io.ReadI64("labels"));
-    model = std::make_unique<Olmo3Model>(config, max_batch ? max_batch : B, T);
+    model = std::make_unique<Olmo3Model>(config, max_batch ? max_batch : B, T, CpuBackend());
     LoadHfWeights(dir, model->layout(), model->params());
   }
   int64_t Tokens() const {
@@ -235,7 +236,7 @@ LogitsDeviation TinyYarnLogits(const std::function<void(ModelConfig&)>& edit) {
   const std::vector<int32_t> ids = ToI32(io.ReadI64("input_ids"));
   const int64_t B = io.Get("input_ids").shape[0], T = io.Get("input_ids").shape[1];
   const int64_t V = c.vocab_size;
-  Olmo3Model m(c, B, T);
+  Olmo3Model m(c, B, T, CpuBackend());
   LoadHfWeights(dir, m.layout(), m.params());
   std::vector<float> logits(B * T * V);
   m.ForwardLogits(ids.data(), B, T, logits.data());
@@ -356,7 +357,7 @@ TEST_P(WholeModelFd, EveryTensorMatchesFiniteDifferences) {
   const ModelConfig config = SmallConfig(c.H, c.KV, c.tied);
   const int64_t B = 2, T = 7;
   const double zmul = 0.05;
-  Olmo3Model m(config, B, T);
+  Olmo3Model m(config, B, T, CpuBackend());
   RandomInit(m, 42 + c.H * 10 + c.KV);
   std::mt19937_64 rng(7);
   std::vector<int32_t> ids(B * T), labels(B * T);

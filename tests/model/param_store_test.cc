@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "model/olmo3.h"
 #include "train/init.h"
@@ -105,7 +106,7 @@ TEST(ParamStore, ModelMakesThePromisedCallsAndTheResidentBits) {
   for (bool tied : {false, true}) {
     const ModelConfig c = Tiny(tied);
     const int64_t B = 2, T = 8, L = c.num_layers;
-    Olmo3Model want(c, B, T);
+    Olmo3Model want(c, B, T, CpuBackend());
     InitParams(want.layout(), want.params(), {.seed = 11, .std = 0.02});
     auto owned = std::make_unique<RecordingStore>(want.layout(), L, want.params());
     RecordingStore& rec = *owned;

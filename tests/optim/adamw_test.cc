@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "ops/cpu/cpu_backend.h"
 #include "core/threads.h"
 #include "train/grad_accum.h"
 #include "optim/adamw.h"
@@ -37,14 +38,14 @@ TEST(AdamW, MatchesFixtureFormulaInFloat64) {
   FlatBuffer p(l.total_floats());
   Fill(p, l, rng, 0.02);
   AdamWConfig cfg;  // 0.9, 0.95, 1e-8, wd 0.1, embedding excluded
-  AdamW opt(l, cfg);
+  AdamW opt(l, cfg, CpuBackend());
   // Reference: everything in double, per the fixture README's loop.
   std::vector<double> rp(p.data(), p.data() + p.size()), rm(p.size(), 0), rv(p.size(), 0);
   const double lrs[] = {1e-3, 2e-3, 3e-3};
   for (int k = 0; k < 3; ++k) {
     FlatBuffer g(l.total_floats());
     Fill(g, l, rng, 1.0);
-    const double norm = GlobalGradNorm(g);
+    const double norm = GlobalGradNorm(g, CpuBackend());
     const double coef = ClipCoefficient(norm, cfg.max_grad_norm);
     ASSERT_LT(coef, 1.0);
     opt.Step(p, g, lrs[k], coef);
@@ -71,7 +72,7 @@ TEST(AdamW, EmbeddingRowWithoutGradientStaysPut) {
   const ParamLayout l = SmallLayout();
   FlatBuffer p(l.total_floats()), g(l.total_floats());
   for (size_t i = 0; i < p.size(); ++i) p.data()[i] = 0.5f;
-  AdamW opt(l, AdamWConfig{});
+  AdamW opt(l, AdamWConfig{}, CpuBackend());
   opt.Step(p, g, 1e-2, 1.0);
   for (float x : p.View(l.Get("model.embed_tokens.weight"))) EXPECT_EQ(x, 0.5f);
   // Decayed tensors shrink by exactly (1 - lr·wd) with a zero gradient.
@@ -84,7 +85,7 @@ TEST(AdamW, UnknownNoDecayNameIsRefused) {
   AdamWConfig cfg;
   cfg.no_decay = {"model.embed.weight"};
   try {
-    AdamW opt(l, cfg);
+    AdamW opt(l, cfg, CpuBackend());
     FAIL() << "expected an Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("model.embed.weight"), std::string::npos);
@@ -110,19 +111,19 @@ TEST(AdamW, SaveLoadContinuesBitIdentically) {
   };
   auto step = [&](Optimizer& opt, FlatBuffer& p, int k) {
     opt.Step(p, grads[static_cast<size_t>(k)], 1e-3 * (k + 1),
-             ClipCoefficient(GlobalGradNorm(grads[static_cast<size_t>(k)]), 1.0));
+             ClipCoefficient(GlobalGradNorm(grads[static_cast<size_t>(k)], CpuBackend()), 1.0));
   };
   FlatBuffer want_p = copy(p0);
-  AdamW straight(l, AdamWConfig{});
+  AdamW straight(l, AdamWConfig{}, CpuBackend());
   for (int k = 0; k < 4; ++k) step(straight, want_p, k);
 
   FlatBuffer p = copy(p0);
-  AdamW first(l, AdamWConfig{});
+  AdamW first(l, AdamWConfig{}, CpuBackend());
   for (int k = 0; k < 2; ++k) step(first, p, k);
   const OptimizerState* saved = first.SaveState();
   ASSERT_NE(saved, nullptr);
   EXPECT_EQ(saved->step, 2);
-  AdamW second(l, AdamWConfig{});
+  AdamW second(l, AdamWConfig{}, CpuBackend());
   second.LoadState({copy(saved->m), copy(saved->v), saved->step});
   for (int k = 2; k < 4; ++k) step(second, p, k);
 
@@ -134,7 +135,7 @@ TEST(AdamW, SaveLoadContinuesBitIdentically) {
 
 TEST(AdamW, FreshStateIsZeroAndWrongSizesAreRefused) {
   const ParamLayout l = SmallLayout();
-  AdamW opt(l, AdamWConfig{});
+  AdamW opt(l, AdamWConfig{}, CpuBackend());
   const OptimizerState* s = opt.SaveState();
   ASSERT_EQ(s->m.size(), l.total_floats());
   EXPECT_EQ(s->step, 0);
@@ -142,7 +143,7 @@ TEST(AdamW, FreshStateIsZeroAndWrongSizesAreRefused) {
   EXPECT_THROW(opt.LoadState({FlatBuffer(5), FlatBuffer(l.total_floats()), 1}), Error);
   AdamWConfig bad;
   bad.betas = {0.9};
-  EXPECT_THROW({ AdamW refused(l, bad); }, Error);
+  EXPECT_THROW({ AdamW refused(l, bad, CpuBackend()); }, Error);
 }
 
 TEST(GradNorm, FixedOrderAndThreadIndependent) {
@@ -155,9 +156,9 @@ TEST(GradNorm, FixedOrderAndThreadIndependent) {
     ref += static_cast<double>(g.data()[i]) * g.data()[i];
   }
   SetNumThreads(1);
-  const double n1 = GlobalGradNorm(g);
+  const double n1 = GlobalGradNorm(g, CpuBackend());
   SetNumThreads(2);
-  const double n2 = GlobalGradNorm(g);
+  const double n2 = GlobalGradNorm(g, CpuBackend());
   EXPECT_EQ(n1, n2);
   EXPECT_NEAR(n1, std::sqrt(ref), 1e-9 * std::sqrt(ref));
   EXPECT_EQ(ClipCoefficient(0.5, 1.0), 1.0);
@@ -193,7 +194,7 @@ TEST(SkipStep, InactiveUntilMinHistoryThenSkipsOutliers) {
 }
 
 TEST(GradAccum, ResetReusesBuffers) {
-  TreeAccumulator acc(8, 4);
+  TreeAccumulator acc(8, 4, CpuBackend());
   FlatBuffer g(8);
   float first = 0;
   for (int round = 0; round < 3; ++round) {
@@ -222,7 +223,7 @@ TEST(GradAccum, TreeMatchesExplicitPairwiseSumAndIsRankDecomposable) {
     std::vector<std::vector<float>> leaves(static_cast<size_t>(m), std::vector<float>(40));
     for (auto& l : leaves)
       for (float& x : l) x = u(rng) * std::pow(10.0f, static_cast<float>(rng() % 6));
-    TreeAccumulator acc(40, m);
+    TreeAccumulator acc(40, m, CpuBackend());
     FlatBuffer g(40);
     TreeAccumulator::Scalars s{};
     for (int64_t q = 0; q < m; ++q) {
@@ -249,7 +250,7 @@ TEST(GradAccum, TreeMatchesExplicitPairwiseSumAndIsRankDecomposable) {
   std::vector<float> leaf(8);
   for (float& x : leaf) x = u(rng) * 1000.0f;
   auto local = [&](const std::vector<int64_t>& ids) {
-    TreeAccumulator acc(1, static_cast<int64_t>(ids.size()));
+    TreeAccumulator acc(1, static_cast<int64_t>(ids.size()), CpuBackend());
     FlatBuffer g(1);
     for (int64_t k : MicroBatchOrder(static_cast<int64_t>(ids.size()))) {
       g.data()[0] = leaf[static_cast<size_t>(ids[static_cast<size_t>(k)])];

@@ -1,5 +1,5 @@
 // The cross-rank half of the fixed reduction tree: for R = 1, 2, 4, 8 ranks (threads in one process,
-// dist/thread_group.h) the reduce-scattered gradient, the all-reduced scalars and the grad norm have
+// parallel/thread_group.h) the reduce-scattered gradient, the all-reduced scalars and the grad norm have
 // the bits of the single-process TreeAccumulator sum, and the opposite exchange order would not.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/cpu_backend.h"
 #include "parallel/collectives.h"
 #include "parallel/shard_plan.h"
 #include "parallel/thread_group.h"
@@ -42,7 +43,7 @@ FlatBuffer Copy(const FlatBuffer& b) {
 // The single-process sum: TreeAccumulator over micro-batches in MicroBatchOrder(M).
 FlatBuffer ReferenceSum(const std::vector<FlatBuffer>& leaves) {
   const int64_t m = static_cast<int64_t>(leaves.size());
-  TreeAccumulator acc(leaves[0].size(), m);
+  TreeAccumulator acc(leaves[0].size(), m, CpuBackend());
   FlatBuffer g(leaves[0].size());
   for (int64_t j : MicroBatchOrder(m)) {
     std::memcpy(g.data(), leaves[static_cast<size_t>(j)].data(), g.size() * sizeof(float));
@@ -54,7 +55,7 @@ FlatBuffer ReferenceSum(const std::vector<FlatBuffer>& leaves) {
 // Rank r of R: its micro-batches j = r + R·q, summed locally in MicroBatchOrder(M / R) over q.
 FlatBuffer RankPartial(const std::vector<FlatBuffer>& leaves, int r, int world) {
   const int64_t local = static_cast<int64_t>(leaves.size()) / world;
-  TreeAccumulator acc(leaves[0].size(), local);
+  TreeAccumulator acc(leaves[0].size(), local, CpuBackend());
   FlatBuffer g(leaves[0].size());
   for (int64_t q : MicroBatchOrder(local)) {
     std::memcpy(g.data(), leaves[static_cast<size_t>(r + world * q)].data(),
@@ -102,7 +103,7 @@ TEST(ShardPlan, RefusesBatchesThatCannotBeRankIndependent) {
   const auto leaves = MakeLeaves(24, 64, 1);
   FlatBuffer one = ReferenceSum(leaves);
   FlatBuffer a = RankPartial(leaves, 0, 2), b = RankPartial(leaves, 1, 2);
-  AddInto(a, b);
+  AddInto(a, b, CpuBackend());
   EXPECT_FALSE(SameBits(a.data(), one.data(), 64));
 }
 
@@ -129,7 +130,7 @@ TEST(TreeReduceScatter, MatchesSingleProcessTreeForEveryWorld) {
         RunThreadGroup(world, [&](Communicator& comm) {
           FlatBuffer g = RankPartial(leaves, comm.rank(), world);
           ShardPlan plan(n, world);
-          TreeReduceScatter(comm, g.data(), plan);
+          TreeReduceScatter(comm, g.data(), plan, CpuBackend());
           AllGatherShards(comm, g.data(), plan);
           got[static_cast<size_t>(comm.rank())] = std::move(g);
         });
@@ -168,7 +169,7 @@ TEST(TreeReduceScatter, BuffersLargerThanOneChunk) {
   RunThreadGroup(2, [&](Communicator& comm) {
     FlatBuffer g = Copy(leaves[static_cast<size_t>(comm.rank())]);
     ShardPlan plan(n, 2);
-    TreeReduceScatter(comm, g.data(), plan);
+    TreeReduceScatter(comm, g.data(), plan, CpuBackend());
     AllGatherShards(comm, g.data(), plan);
     got[static_cast<size_t>(comm.rank())] = std::move(g);
   });
@@ -182,7 +183,7 @@ TEST(TreeAllReduce, ScalarsMatchTheTree) {
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<TreeAccumulator::Scalars> leaf(m);
   for (auto& s : leaf) s = {std::ldexp(u(rng), static_cast<int>(rng() % 60) - 30), u(rng)};
-  TreeAccumulator ref(1, m);
+  TreeAccumulator ref(1, m, CpuBackend());
   FlatBuffer dummy(1);
   TreeAccumulator::Scalars want{};
   for (int64_t j : MicroBatchOrder(m)) want = ref.Add(dummy, leaf[static_cast<size_t>(j)]);
@@ -190,7 +191,7 @@ TEST(TreeAllReduce, ScalarsMatchTheTree) {
     std::mutex mu;
     RunThreadGroup(world, [&](Communicator& comm) {
       const int64_t local = m / world;
-      TreeAccumulator acc(1, local);
+      TreeAccumulator acc(1, local, CpuBackend());
       FlatBuffer d(1);
       TreeAccumulator::Scalars s{};
       for (int64_t q : MicroBatchOrder(local)) {
@@ -207,11 +208,11 @@ TEST(TreeAllReduce, ScalarsMatchTheTree) {
 TEST(ShardedGradNorm, EqualsGlobalGradNormBits) {
   for (size_t n : {size_t{100}, size_t{4096 * 5 + 32}, size_t{4096 * 9}}) {
     const auto leaves = MakeLeaves(1, n, static_cast<uint32_t>(n));
-    const double want = GlobalGradNorm(leaves[0]);
+    const double want = GlobalGradNorm(leaves[0], CpuBackend());
     for (int world : {1, 2, 4, 8}) {
       std::mutex mu;
       RunThreadGroup(world, [&](Communicator& comm) {
-        const double got = ShardedGradNorm(comm, leaves[0].data(), ShardPlan(n, world));
+        const double got = ShardedGradNorm(comm, leaves[0].data(), ShardPlan(n, world), CpuBackend());
         std::lock_guard<std::mutex> lock(mu);
         EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "n=" << n << " world=" << world;
       });

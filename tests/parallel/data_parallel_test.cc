@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/cpu_backend.h"
 #include "parallel/data_parallel.h"
 #include "parallel/thread_group.h"
 #include "model/model_config.h"
@@ -77,12 +78,12 @@ void RunRank(Communicator* comm, int world, const Trajectory* from, int64_t firs
              Trajectory& out) {
   const int rank = comm != nullptr ? comm->rank() : 0;
   const RunConfig rc = TinyRun();
-  Olmo3Model model(rc.model, kMicro, kSeq);
+  Olmo3Model model(rc.model, kMicro, kSeq, CpuBackend());
   LocalGradReducer local;
   std::unique_ptr<DataParallel> dp;
   if (comm != nullptr) dp = std::make_unique<DataParallel>(*comm, rc);
   GradReducer& reducer = dp ? static_cast<GradReducer&>(*dp) : local;
-  std::unique_ptr<Optimizer> optimizer = reducer.MakeOptimizer(model.layout(), rc.optim);
+  std::unique_ptr<Optimizer> optimizer = reducer.MakeOptimizer(model.layout(), rc.optim, CpuBackend());
   if (from != nullptr) {
     std::memcpy(model.params().data(), from->params.data(), from->params.size() * sizeof(float));
     optimizer->LoadState({Copy(from->m), Copy(from->v), from->adam_step});

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "checkpoint/format.h"
+#include "ops/cpu/cpu_backend.h"
 #include "checkpoint/reader.h"
 #include "checkpoint/sharded_format.h"
 #include "checkpoint/sharded_writer.h"
@@ -73,7 +74,7 @@ void SaveOnRanks(int world, const std::string& run_dir, const ParamLayout& layou
                  int64_t step, bool background = true) {
   RunThreadGroup(world, [&](Communicator& comm) {
     CommunicatorCheckpointGroup group(comm);
-    ShardedCheckpointWriter w({.run_dir = run_dir, .keep = 0, .background = background}, group);
+    ShardedCheckpointWriter w({.run_dir = run_dir, .keep = 0, .background = background}, group, CpuBackend());
     const ShardPlan plan(layout.total_floats(), world);
     const size_t b = plan.begin(comm.rank()), e = plan.end(comm.rank());
     w.Save(step, layout, {b, e, full.params.data() + b, full.m.data() + b, full.v.data() + b}, 42,
@@ -157,7 +158,7 @@ TEST_F(ShardedCheckpoint, NotCommittedUntilEveryRankIsDone) {
   // Rank 1 delays its Save's snapshot; rank 0 polls meanwhile and must not publish.
   RunThreadGroup(2, [&](Communicator& comm) {
     CommunicatorCheckpointGroup group(comm);
-    ShardedCheckpointWriter w({.run_dir = tmp_.str()}, group);
+    ShardedCheckpointWriter w({.run_dir = tmp_.str()}, group, CpuBackend());
     const ShardPlan plan(layout_.total_floats(), 2);
     const size_t b = plan.begin(comm.rank()), e = plan.end(comm.rank());
     const OwnedShard shard{b, e, full_.params.data() + b, full_.m.data() + b, full_.v.data() + b};
@@ -251,7 +252,7 @@ TEST_F(ShardedCheckpoint, RefusesNonFiniteStateNamingTheTensor) {
   std::memcpy(bad.params.data(), full_.params.data(), layout_.total_floats() * sizeof(float));
   bad.m.data()[layout_.Get("lm_head.weight").offset + 3] = std::nanf("");
   SingleProcessGroup group;
-  ShardedCheckpointWriter w({.run_dir = tmp_.str()}, group);
+  ShardedCheckpointWriter w({.run_dir = tmp_.str()}, group, CpuBackend());
   EXPECT_THAT(ErrorOf([&] {
                 w.Save(1, layout_,
                        {0, layout_.total_floats(), bad.params.data(), bad.m.data(), bad.v.data()},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/cpu_backend.h"
 #include "optim/optimizer.h"
 #include "parallel/collectives.h"
 #include "parallel/thread_group.h"
@@ -75,15 +76,15 @@ AdamWConfig Config() {
 Result SingleProcess(const ParamLayout& layout) {
   Result res;
   res.params = InitParams(layout);
-  AdamW opt(layout, Config());
+  AdamW opt(layout, Config(), CpuBackend());
   for (int s = 0; s < kSteps; ++s) {
-    TreeAccumulator acc(layout.total_floats(), kMicroBatches);
+    TreeAccumulator acc(layout.total_floats(), kMicroBatches, CpuBackend());
     FlatBuffer g;
     for (int64_t j : MicroBatchOrder(kMicroBatches)) {
       g = Leaf(layout, s, j);
       acc.Add(g, {});
     }
-    const double norm = GlobalGradNorm(g);
+    const double norm = GlobalGradNorm(g, CpuBackend());
     res.norms.push_back(norm);
     opt.Step(res.params, g, 1e-2 * (s + 1), ClipCoefficient(norm, Config().max_grad_norm));
   }
@@ -100,19 +101,19 @@ Result Distributed(const ParamLayout& layout, int world, const Result& start, in
   RunThreadGroup(world, [&](Communicator& comm) {
     FlatBuffer params(layout.total_floats());
     std::memcpy(params.data(), start.params.data(), params.size() * sizeof(float));
-    Zero1AdamW opt(layout, Config(), comm);
+    Zero1AdamW opt(layout, Config(), comm, CpuBackend());
     opt.LoadState({Copy(start.m), Copy(start.v), start.t});
     std::vector<double> norms;
     const int64_t local = kMicroBatches / world;
     for (int s = first; s < last; ++s) {
-      TreeAccumulator acc(layout.total_floats(), local);
+      TreeAccumulator acc(layout.total_floats(), local, CpuBackend());
       FlatBuffer g;
       for (int64_t q : MicroBatchOrder(local)) {
         g = Leaf(layout, s, comm.rank() + world * q);
         acc.Add(g, {});
       }
-      TreeReduceScatter(comm, g.data(), opt.plan());  // what DataParallel::ReduceGradients does
-      const double norm = ShardedGradNorm(comm, g.data(), opt.plan());
+      TreeReduceScatter(comm, g.data(), opt.plan(), CpuBackend());  // what DataParallel::ReduceGradients does
+      const double norm = ShardedGradNorm(comm, g.data(), opt.plan(), CpuBackend());
       norms.push_back(norm);
       opt.Step(params, g, 1e-2 * (s + 1), ClipCoefficient(norm, Config().max_grad_norm));
     }
@@ -181,7 +182,7 @@ TEST(Zero1AdamW, ShardsSplitTheOptimizerState) {
   std::mutex mu;
   size_t total = 0;
   RunThreadGroup(4, [&](Communicator& comm) {
-    Zero1AdamW opt(layout, Config(), comm);
+    Zero1AdamW opt(layout, Config(), comm, CpuBackend());
     std::lock_guard<std::mutex> lock(mu);
     total += opt.shard_end() - opt.shard_begin();
     EXPECT_LE(opt.shard_end() - opt.shard_begin(), Zero1ShardFloats(layout.total_floats(), 4));
@@ -194,7 +195,7 @@ TEST(Zero1AdamW, ShardsSplitTheOptimizerState) {
 TEST(Zero1AdamW, SaveLoadRoundTripAcrossWorlds) {
   const ParamLayout layout = SmallLayout();
   const Result want = SingleProcess(layout);
-  AdamW local(layout, Config());
+  AdamW local(layout, Config(), CpuBackend());
   local.LoadState({Copy(want.m), Copy(want.v), want.t});
   const OptimizerState* local_state = local.SaveState();
   ExpectSame(local_state->m, want.m, "local round trip m", 1);
@@ -203,7 +204,7 @@ TEST(Zero1AdamW, SaveLoadRoundTripAcrossWorlds) {
   for (int world : {1, 2, 4, 8}) {
     OptimizerState saved;
     RunThreadGroup(world, [&](Communicator& comm) {
-      Zero1AdamW opt(layout, Config(), comm);
+      Zero1AdamW opt(layout, Config(), comm, CpuBackend());
       opt.LoadState({Copy(want.m), Copy(want.v), want.t});
       EXPECT_EQ(opt.step(), want.t);
       const OptimizerState* full = opt.SaveState();
@@ -223,12 +224,12 @@ TEST(Zero1AdamW, SaveLoadRoundTripAcrossWorlds) {
 TEST(Zero1AdamW, LoadStateRefusesAnotherModelsState) {
   const ParamLayout layout = SmallLayout();
   RunThreadGroup(2, [&](Communicator& comm) {
-    Zero1AdamW opt(layout, Config(), comm);
+    Zero1AdamW opt(layout, Config(), comm, CpuBackend());
     EXPECT_THROW(opt.LoadState({FlatBuffer(layout.total_floats() - 16),
                                 FlatBuffer(layout.total_floats() - 16), 1}),
                  Error);
   });
-  AdamW local(layout, Config());
+  AdamW local(layout, Config(), CpuBackend());
   EXPECT_THROW(local.LoadState({FlatBuffer(3), FlatBuffer(3), 1}), Error);
 }
 
@@ -245,7 +246,7 @@ TEST(Zero1AdamW, OwnedIsThisRanksShardOfTheState) {
   const Result want = SingleProcess(layout);
   for (int world : {1, 2, 4}) {
     RunThreadGroup(world, [&](Communicator& comm) {
-      Zero1AdamW loaded(layout, Config(), comm), filled(layout, Config(), comm);
+      Zero1AdamW loaded(layout, Config(), comm, CpuBackend()), filled(layout, Config(), comm, CpuBackend());
       loaded.LoadState({Copy(want.m), Copy(want.v), want.t});
       const OwnedState a = loaded.Owned();
       EXPECT_EQ(a.begin, loaded.shard_begin());
@@ -268,7 +269,7 @@ TEST(Zero1AdamW, OwnedIsThisRanksShardOfTheState) {
       EXPECT_THROW(filled.SetStep(-1), Error);
     });
   }
-  AdamW local(layout, Config());
+  AdamW local(layout, Config(), CpuBackend());
   const OwnedState all = local.Owned();
   EXPECT_EQ(all.begin, 0u);
   EXPECT_EQ(all.end, layout.total_floats());

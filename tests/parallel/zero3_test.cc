@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/cpu_backend.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
 #include "model/recompute.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/cpu_bf16_backend.h"
+#include "ops/registry.h"
 #include "parallel/data_parallel.h"
 #include "parallel/thread_group.h"
 #include "parallel/zero3.h"
@@ -225,7 +227,7 @@ TEST(Zero3, PrefetchOffAndRecomputeBitIdenticalToSequentialOneProcess) {
 // the same property, and the same bits as fp32 gathers without prefetch, tied and untied, with
 // full recomputation, and with ranks that own nothing (12).
 TEST(Zero3, Bf16BitIdenticalToSequentialOneProcess) {
-  const Backend& bf16 = BackendFor(Precision::kBf16);
+  const Backend& bf16 = SelectBackend("cpu", Precision::kBf16);
   const Variant fp32_gathers{.store = Zero3StoreOptions{.prefetch = false, .bf16_matmul_weights = false}};
   const Variant full{.store = std::nullopt, .recompute = Recompute::kFull};
   for (bool tied : {false, true}) {
@@ -464,9 +466,9 @@ TEST(Zero3, SequentialAccumulationDiffersFromTheTree) {
   const Trajectory seq = std::move(RunWorld(0, false, nullptr, 1, 1).front());
   const RunConfig rc = TinyRun(false);
   LocalGradReducer tree("tree");
-  Olmo3Model model(rc.model, kMicro, kSeq);
+  Olmo3Model model(rc.model, kMicro, kSeq, CpuBackend());
   InitParams(model.layout(), model.params(), {.seed = 5, .std = 0.02});
-  std::unique_ptr<Optimizer> adam = tree.MakeOptimizer(model.layout(), rc.optim);
+  std::unique_ptr<Optimizer> adam = tree.MakeOptimizer(model.layout(), rc.optim, CpuBackend());
   SkipStepRule skip(rc.train.skip_step);
   TrainStep step(model, tree, *adam, skip, kMicro, 1e-5);
   std::vector<int32_t> ids, labels;

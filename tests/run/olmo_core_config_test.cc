@@ -13,7 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "ops/cpu/rope_params.h"
+#include "ops/rope_params.h"
 #include "run/olmo_core_yarn.h"
 #include "run/run_config.h"
 #include "testing/util.h"

@@ -15,6 +15,7 @@
 #include <vector>
 
 
+#include "ops/cpu/cpu_backend.h"
 #include "checkpoint/sharded_writer.h"
 #include "checkpoint/writer.h"
 #include "core/threads.h"
@@ -38,6 +39,8 @@ class RecordingBackend final : public Backend {
  public:
   explicit RecordingBackend(const Backend& inner) : inner_(inner) {}
   const char* name() const override { return "recording"; }
+  Precision matmul_precision() const override { return inner_.matmul_precision(); }
+  bool is_host() const override { return inner_.is_host(); }
 
   std::map<std::string, int64_t> Calls() const {
     std::lock_guard<std::mutex> lock(mu_);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/threads.h"
+#include "ops/cpu/cpu_backend.h"
 #include "hf/hf_weights.h"
 #include "io/safetensors.h"
 #include "model/model_config.h"
@@ -63,7 +64,7 @@ Errors RunFixture(const std::string& name, int64_t micro_batch, int threads,
   const auto train = SafetensorsFile::Open(dir + "/train.safetensors");
   const int64_t B = meta["batch_size"], T = meta["seq_len"];
   if (micro_batch == 0) micro_batch = B;
-  Olmo3Model model(config, micro_batch, T);
+  Olmo3Model model(config, micro_batch, T, CpuBackend());
   LoadHfWeights(dir + "/model.safetensors", model.layout(), model.params());
 
   AdamWConfig ac;
@@ -78,7 +79,7 @@ Errors RunFixture(const std::string& name, int64_t micro_batch, int threads,
     }
   }
   if (mistake == Mistake::kClippedAtOne) ac.max_grad_norm = 1.0;
-  AdamW adam(model.layout(), ac);
+  AdamW adam(model.layout(), ac, CpuBackend());
   LocalGradReducer reducer;
   SkipStepRule skip(SkipStepConfig{});
   TrainStep step(model, reducer, adam, skip, micro_batch,

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "ops/cpu/cpu_backend.h"
 #include "model/olmo3.h"
 #include "train/init.h"
 
@@ -35,7 +36,7 @@ ModelConfig Tiny() {
 
 TEST(SequentialAccumulation, IsTheLeftFoldInMicroBatchOrder) {
   const int64_t m = 5, T = 6;
-  Olmo3Model model(Tiny(), 1, T);
+  Olmo3Model model(Tiny(), 1, T, CpuBackend());
   InitParams(model.layout(), model.params(), {.seed = 2, .std = 0.02});
   std::mt19937 rng(8);
   std::vector<int32_t> ids(m * T), labels(m * T);
@@ -70,7 +71,7 @@ TEST(SequentialAccumulation, IsTheLeftFoldInMicroBatchOrder) {
 }
 
 TEST(TreeAccumulation, RunsTheEvensFirstOrder) {
-  Olmo3Model model(Tiny(), 1, 4);
+  Olmo3Model model(Tiny(), 1, 4, CpuBackend());
   TreeAccumulation acc(model);
   EXPECT_EQ(acc.Begin(8), MicroBatchOrder(8));
   EXPECT_EQ(&acc.grads(), &model.grads());

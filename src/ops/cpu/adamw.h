@@ -6,16 +6,9 @@
 #pragma once
 #include <cstdint>
 
-namespace replica {
+#include "ops/adamw_coefficients.h"
 
-struct AdamWCoefficients {
-  double grad_coef;    // clipping coefficient applied to g
-  double keep;         // 1 - lr * weight_decay of this tensor
-  double beta1, beta2;
-  double step_size;    // lr / (1 - beta1^t)
-  double bias2_sqrt;   // sqrt(1 - beta2^t)
-  double eps;
-};
+namespace replica {
 
 // For i < n: g' = g·coef; p = p·keep; m = β1·m + (1−β1)·g'; v = β2·v + (1−β2)·g'·g';
 // p = p − step_size·m / (√v / bias2_sqrt + eps); all in double, stored to fp32 once.

@@ -16,14 +16,10 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/cpu/precision.h"
+#include "ops/attention_shape.h"
+#include "ops/precision.h"
 
 namespace replica {
-
-struct AttentionShape {
-  int64_t B, T, H, KV, hd;
-  int64_t window;  // 0 = full causal
-};
 
 // out = softmax(q k^T * scale + mask) v ;  lse saved.
 void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "ops/cpu/isa.h"
-#include "ops/cpu/precision.h"
+#include "ops/precision.h"
 
 namespace replica {
 

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/cpu/adamw.h"
+#include "ops/cpu/attention.h"
+#include "ops/cpu/cross_entropy.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cpu/linear.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/rmsnorm.h"
+#include "ops/cpu/rope.h"
 #include "ops/cpu/swiglu.h"
 
 namespace replica {

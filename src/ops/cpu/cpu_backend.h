@@ -13,7 +13,7 @@
 // models free of OpenMP teams in fork()ed processes.
 #pragma once
 #include "ops/backend.h"
-#include "ops/cpu/precision.h"
+#include "ops/precision.h"
 
 namespace replica {
 
@@ -21,6 +21,8 @@ class CpuFp32Backend : public Backend {
  public:
   CpuFp32Backend() = default;
   const char* name() const override { return "cpu-fp32"; }
+  Precision matmul_precision() const override { return matmul_; }
+  bool is_host() const override { return true; }
 
   void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
                      float* y) const override;
@@ -76,5 +78,9 @@ class CpuFp32Backend : public Backend {
  private:
   const Precision matmul_ = Precision::kFp32;
 };
+
+// The one fp32 CPU backend (registered as device "cpu", precision fp32; ops/registry.h). The
+// reference every other backend is tested against.
+const Backend& CpuBackend();
 
 }  // namespace replica

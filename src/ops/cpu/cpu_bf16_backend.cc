@@ -1,10 +1,18 @@
 #include "ops/cpu/cpu_bf16_backend.h"
 
-namespace replica {
+#include "ops/registry.h"
 
-const Backend& BackendFor(Precision precision) {
-  static const CpuBf16Backend bf16;
-  return precision == Precision::kBf16 ? static_cast<const Backend&>(bf16) : CpuBackend();
+namespace replica {
+namespace {
+
+const Backend& Bf16Instance() {
+  static const CpuBf16Backend backend;
+  return backend;
 }
+
+}  // namespace
+
+REPLICA_REGISTER_BACKEND(cpu_fp32, "cpu", Precision::kFp32, CpuBackend())
+REPLICA_REGISTER_BACKEND(cpu_bf16, "cpu", Precision::kBf16, Bf16Instance())
 
 }  // namespace replica

@@ -5,11 +5,12 @@
 // with Precision::kBf16, so that op's header states its numerics and determinism. Norms, RoPE,
 // SwiGLU, the embedding, softmax statistics, cross-entropy, z-loss and the buffer math are fp32.
 //
-// BackendFor(precision) returns the one instance of the backend for a precision: CpuBackend() for
-// kFp32, CpuBf16Backend for kBf16. Both live for the whole process.
+// Both CPU backends are registered as device "cpu" (ops/registry.h): SelectBackend("cpu", kFp32)
+// is CpuBackend(), SelectBackend("cpu", kBf16) the one CpuBf16Backend. Both live for the whole
+// process.
 #pragma once
 #include "ops/cpu/cpu_backend.h"
-#include "ops/cpu/precision.h"
+#include "ops/precision.h"
 
 namespace replica {
 
@@ -18,8 +19,5 @@ class CpuBf16Backend : public CpuFp32Backend {
   CpuBf16Backend() : CpuFp32Backend(Precision::kBf16) {}
   const char* name() const override { return "cpu-bf16"; }
 };
-
-// The backend whose matmuls are fed `precision` (CpuBackend() for kFp32).
-const Backend& BackendFor(Precision precision);
 
 }  // namespace replica

@@ -51,31 +51,6 @@ void AddChunkSums(const int32_t* labels, int64_t r0, int64_t rows, LmHeadWorkspa
 
 }  // namespace
 
-LmHeadWorkspace::LmHeadWorkspace(int64_t max_rows, int64_t vocab, int64_t scratch_floats)
-    : vocab_(vocab) {
-  Require(vocab > 0 && max_rows > 0, "LM head workspace: bad shape rows={} vocab={}", max_rows,
-          vocab);
-  chunk_rows_ = std::clamp<int64_t>(scratch_floats / vocab, 1, max_rows);
-  logits_.resize(static_cast<size_t>(chunk_rows_ * vocab));
-  lse_.resize(static_cast<size_t>(chunk_rows_));
-  ce_.resize(static_cast<size_t>(chunk_rows_));
-  sum_.resize(static_cast<size_t>(chunk_rows_));
-  max_.resize(static_cast<size_t>(chunk_rows_));
-  coef_.resize(static_cast<size_t>(chunk_rows_));
-}
-
-float* LmHeadWorkspace::scaled_x(int64_t D) {
-  const size_t n = static_cast<size_t>(chunk_rows_ * D);
-  if (scaled_x_.size() < n) scaled_x_.resize(n);  // once: the first backward
-  return scaled_x_.data();
-}
-
-float* LmHeadWorkspace::e_times_w(int64_t D) {
-  const size_t n = static_cast<size_t>(chunk_rows_ * D);
-  if (e_times_w_.size() < n) e_times_w_.resize(n);
-  return e_times_w_.data();
-}
-
 CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t* labels,
                                    int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws,
                                    Precision precision) {

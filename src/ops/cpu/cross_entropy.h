@@ -15,45 +15,10 @@
 // different buffers: parameters and gradients).
 #pragma once
 #include <cstdint>
-#include <vector>
-
-#include "ops/cpu/precision.h"
+#include "ops/lm_head_workspace.h"
+#include "ops/precision.h"
 
 namespace replica {
-
-constexpr int32_t kIgnoreLabel = -100;
-
-struct CrossEntropySums {
-  double ce_sum = 0;      // Σ (lse - logit[label]) over rows with label != -100
-  double lse_sq_sum = 0;  // Σ lse² over the same rows
-  int64_t tokens = 0;     // number of such rows
-};
-
-// Preallocated scratch for up to max_rows rows: logits [chunk_rows, V] plus per-row statistics.
-class LmHeadWorkspace {
- public:
-  // Scratch budget for the logits chunk, in floats (32 MiB): 1024 rows at V = 8192, 83 at 100352.
-  static constexpr int64_t kScratchFloats = int64_t{8} << 20;
-  LmHeadWorkspace() = default;
-  LmHeadWorkspace(int64_t max_rows, int64_t vocab, int64_t scratch_floats = kScratchFloats);
-  int64_t chunk_rows() const { return chunk_rows_; }
-  int64_t vocab() const { return vocab_; }
-  float* logits() { return logits_.data(); }
-  double* lse() { return lse_.data(); }
-  double* ce() { return ce_.data(); }
-  float* row_max() { return max_.data(); }
-  double* row_sum() { return sum_.data(); }  // Σ exp(logit - row_max)
-  float* row_coef() { return coef_.data(); }  // backward's per-row label-entry gradient d_y
-  // Backward scratch of [chunk_rows, D], sized on first use and kept.
-  float* scaled_x(int64_t D);
-  float* e_times_w(int64_t D);
-
- private:
-  int64_t chunk_rows_ = 0, vocab_ = 0;
-  std::vector<float> logits_;
-  std::vector<double> lse_, ce_, sum_;
-  std::vector<float> max_, coef_, scaled_x_, e_times_w_;
-};
 
 // x [N, D] (the final-normed hidden states); W [V, D] (lm_head, or the tied embedding);
 // labels [N] in [0, V) or -100. Returns the sums; no gradient.

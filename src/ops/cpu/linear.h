@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/cpu/precision.h"
+#include "ops/precision.h"
 
 namespace replica {
 

@@ -1,6 +1,6 @@
 // Rotary position embedding, "rotate half" layout (HF / OLMo-core): dimension j of a head is paired
 // with j + hd/2. The cos/sin tables are built once per (max positions, head dim, RopeParams):
-// angles t·inv_freq[j] (plain RoPE or YaRN, ops/cpu/rope_params.h) and m·cos, m·sin (m = the YaRN
+// angles t·inv_freq[j] (plain RoPE or YaRN, ops/rope_params.h) and m·cos, m·sin (m = the YaRN
 // attention factor, 1 for plain RoPE) are computed in double and rounded to float once, so the
 // table is the exact one to a half-ulp (an fp32 angle drifts by ~t·2^-24 rad at position t). The
 // rotation itself runs in fp32, each element from its own pair, so results do not depend on the
@@ -9,19 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/cpu/rope_params.h"
+#include "ops/rope_params.h"
+#include "ops/rope_table.h"
 
 namespace replica {
-
-struct RopeTable {
-  int64_t max_positions = 0, head_dim = 0;
-  RopeParams params;
-  std::vector<float> cos, sin;  // [max_positions, head_dim / 2], both already times m
-};
-
-RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, const RopeParams& params);
-// Plain RoPE with this theta.
-RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, double theta);
 
 // x, y [B, T, heads, hd]; position of row (b, t) is t. y may alias x.
 //   y[j]      = m (x[j] cos φ(t,j) - x[j+hd/2] sin φ(t,j))

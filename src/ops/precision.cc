@@ -1,4 +1,4 @@
-#include "ops/cpu/precision.h"
+#include "ops/precision.h"
 
 #include "core/error.h"
 

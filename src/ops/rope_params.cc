@@ -1,4 +1,4 @@
-#include "ops/cpu/rope_params.h"
+#include "ops/rope_params.h"
 
 #include <algorithm>
 #include <cmath>
