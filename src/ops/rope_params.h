@@ -30,6 +30,13 @@ struct RopeParams {
   // Which optional YaRN fields config.json gave explicitly (so they are written back as given).
   bool attention_factor_given = false, original_max_given = false, truncate_given = false;
 
+  // Plain RoPE of base theta.
+  static RopeParams Plain(double theta) {
+    RopeParams p;
+    p.theta = theta;
+    return p;
+  }
+
   // Same math (the *_given flags do not count).
   bool SameMath(const RopeParams& o) const;
   // The factor that multiplies cos and sin: attention_factor for YaRN, 1 for plain RoPE.

@@ -5,16 +5,6 @@
 #include "core/error.h"
 
 namespace replica {
-namespace {
-
-RopeParams Plain(double theta) {
-  RopeParams p;
-  p.theta = theta;
-  return p;
-}
-
-}  // namespace
-
 RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, const RopeParams& params) {
   Require(max_positions >= 0, "RoPE: table size must be >= 0, got {}", max_positions);
   const std::vector<double> inv = RopeInvFreq(params, head_dim);  // validates head_dim and params
@@ -37,7 +27,7 @@ RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, const RopeParam
 }
 
 RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, double theta) {
-  return MakeRopeTable(max_positions, head_dim, Plain(theta));
+  return MakeRopeTable(max_positions, head_dim, RopeParams::Plain(theta));
 }
 
 }  // namespace replica

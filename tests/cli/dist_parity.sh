@@ -50,14 +50,7 @@ run() {  # run <ranks> <run-dir> [--set ...]: 1 = plain replica train, else unde
     "${MPI[@]}" -np "$n" "$BIN" train "$tmp/tiny.yaml" --run-dir "$dir" --quiet "$@" >> "$dir.log" 2>&1
   fi
 }
-same() {  # same <what> <run-a> <run-b>: metrics bit-identical and the same final state
-  local what=$1 a=$2 b=$3
-  if ! "$BIN" compare "$a" "$b" > "$tmp/cmp.txt" 2>&1; then
-    echo "FAIL: $what: metrics differ"; cat "$tmp/cmp.txt"; fail=1
-  fi
-  same_checkpoint_state "$a/checkpoints/step-00000020" "$b/checkpoints/step-00000020" \
-    || { echo "FAIL: $what: final parameters or Adam state differ"; fail=1; }
-}
+same() { same_runs_and_state "$@" step-00000020; }  # same <what> <run-a> <run-b>
 
 run 1 "$tmp/R1" || { echo "FAIL: 1-rank run exit $?"; cat "$tmp/R1.log"; exit 1; }
 [ "$(wc -l < "$tmp/R1/metrics.jsonl")" -eq 20 ] || { echo "FAIL: R1 has not 20 metrics lines"; fail=1; }

@@ -29,6 +29,21 @@ _cli_cleanup() {
 # description, and makes the test fail at cli_finish.
 check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi; }
 
+# same_runs <what> <run-a> <run-b> [compare flags]: `replica compare` finds the metrics identical.
+same_runs() {
+  local what=$1 a=$2 b=$3; shift 3
+  if ! "$BIN" compare "$a" "$b" "$@" > "$tmp/cmp.txt" 2>&1; then
+    echo "FAIL: $what: metrics differ"; cat "$tmp/cmp.txt"; fail=1
+  fi
+}
+# same_runs_and_state <what> <run-a> <run-b> <checkpoint>: identical metrics, and the two runs'
+# checkpoints/<checkpoint> hold the same parameters and Adam state.
+same_runs_and_state() {
+  same_runs "$1" "$2" "$3"
+  same_checkpoint_state "$2/checkpoints/$4" "$3/checkpoints/$4" \
+    || { echo "FAIL: $1: final parameters or Adam state differ"; fail=1; }
+}
+
 cli_finish() {
   if [ "$fail" -eq 0 ]; then echo "PASS: $(basename "$0")"; fi
   exit "$fail"

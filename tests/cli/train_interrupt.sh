@@ -34,13 +34,7 @@ checkpoint:
 YAML
 } > "$tmp/tiny.yaml"
 
-same() {  # same <what> <run-a> <run-b>: metrics equal at every step, final checkpoints equal
-  if ! "$BIN" compare "$2" "$3" > "$tmp/cmp.txt" 2>&1; then
-    echo "FAIL: $1: metrics differ"; cat "$tmp/cmp.txt"; fail=1
-  fi
-  same_checkpoint_state "$2/checkpoints/step-00000100" "$3/checkpoints/step-00000100" \
-    || { echo "FAIL: $1: final checkpoints differ"; fail=1; }
-}
+same() { same_runs_and_state "$@" step-00000100; }  # same <what> <run-a> <run-b>
 wait_lines() {  # wait_lines <metrics-file> <n> <pid>: until the file has n lines (or pid ends)
   while kill -0 "$3" 2> /dev/null; do
     [ -s "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ] && return 0

@@ -36,12 +36,6 @@ train() {  # train <run-dir> [--set ...]: runs replica train, output in <run-dir
   local dir=$1; shift
   "$BIN" train "$tmp/tiny.yaml" --run-dir "$dir" "$@" >> "$dir.log" 2>&1
 }
-same() {  # same <what> <run-a> <run-b> [compare flags]
-  local what=$1 a=$2 b=$3; shift 3
-  if ! "$BIN" compare "$a" "$b" "$@" > "$tmp/cmp.txt" 2>&1; then
-    echo "FAIL: $what: runs differ"; cat "$tmp/cmp.txt"; fail=1
-  fi
-}
 expect_in_log() {  # expect_in_log <what> <log> <text>
   grep -q -- "$3" "$2" || { echo "FAIL: $1: '$3' not in $2:"; cat "$2"; fail=1; }
 }
@@ -61,7 +55,7 @@ sys.exit(0 if L[-1]['loss'] < L[0]['loss'] - 0.5 else 1)" || { echo "FAIL: loss 
 train "$tmp/B" --set train.max_steps=20 --set optim.schedule.t_max=40 || { echo "FAIL: B part 1"; fail=1; }
 train "$tmp/B" || { echo "FAIL: B part 2 exit $?"; fail=1; }
 expect_in_log "20 + resume" "$tmp/B.log" "resuming from .*step-00000020"
-same "20 + resume" "$tmp/A" "$tmp/B"
+same_runs "20 + resume" "$tmp/A" "$tmp/B"
 
 # (b) SIGKILL right after a random step, then restart (resumes from the newest checkpoint before).
 k=${KILL_STEP:-$(( 11 + RANDOM % 28 ))}
@@ -79,7 +73,7 @@ else
   [ "$(grep -c "^fresh start" "$tmp/C.log")" -eq 2 ] \
     || { echo "FAIL: kill at $k: neither resumed nor restarted"; cat "$tmp/C.log"; fail=1; }
 fi
-same "SIGKILL at step $k + restart" "$tmp/A" "$tmp/C"
+same_runs "SIGKILL at step $k + restart" "$tmp/A" "$tmp/C"
 
 # (c) SIGKILL while writing the step-30 checkpoint (after some files / before DONE), then restart:
 # the incomplete checkpoint is reported and skipped, training resumes from step 20.
@@ -88,18 +82,18 @@ rc=$?
 [ $rc -eq 137 ] || { echo "FAIL: kill in checkpoint: exit $rc"; fail=1; }
 train "$tmp/D" || { echo "FAIL: D restart exit $?"; cat "$tmp/D.log"; fail=1; }
 expect_in_log "kill in checkpoint" "$tmp/D.log" "resuming from .*step-00000020"
-same "SIGKILL inside checkpoint write + restart" "$tmp/A" "$tmp/D"
+same_runs "SIGKILL inside checkpoint write + restart" "$tmp/A" "$tmp/D"
 train "$tmp/E" --set fault.kill_in_checkpoint=30 --set fault.kill_in_checkpoint_phase=before_done
 rc=$?
 [ $rc -eq 137 ] || { echo "FAIL: kill before DONE: exit $rc"; fail=1; }
 train "$tmp/E" || { echo "FAIL: E restart exit $?"; cat "$tmp/E.log"; fail=1; }
 expect_in_log "kill before DONE" "$tmp/E.log" "resuming from .*step-00000020"
-same "SIGKILL before DONE + restart" "$tmp/A" "$tmp/E"
+same_runs "SIGKILL before DONE + restart" "$tmp/A" "$tmp/E"
 
 # (d) one thread gives the same bits as two (first 12 steps).
 train "$tmp/F" --set train.threads=1 --set train.max_steps=12 --set optim.schedule.t_max=40 \
   || { echo "FAIL: 1-thread run"; fail=1; }
-same "1 thread vs 2 threads" "$tmp/A" "$tmp/F" --allow-missing-steps
+same_runs "1 thread vs 2 threads" "$tmp/A" "$tmp/F" --allow-missing-steps
 
 # A resume whose math differs is refused, naming the key; a finished run is a no-op.
 "$BIN" train "$tmp/tiny.yaml" --run-dir "$tmp/B" --set optim.lr=1e-2 > /dev/null 2> "$tmp/err"

@@ -7,16 +7,6 @@
 #include "core/error.h"
 
 namespace replica {
-namespace {
-
-RopeParams Plain(double theta) {
-  RopeParams p;
-  p.theta = theta;
-  return p;
-}
-
-}  // namespace
-
 void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
                  float* y) {
   ProfileScope profile_scope(ProfileCategory::kRope);
@@ -123,12 +113,12 @@ void RopeBackwardReference(int64_t head_dim, const RopeParams& params, const flo
 
 void RopeForwardReference(int64_t head_dim, double theta, const float* x, int64_t B, int64_t T,
                           int64_t heads, float* y) {
-  RopeForwardReference(head_dim, Plain(theta), x, B, T, heads, y);
+  RopeForwardReference(head_dim, RopeParams::Plain(theta), x, B, T, heads, y);
 }
 
 void RopeBackwardReference(int64_t head_dim, double theta, const float* dy, int64_t B, int64_t T,
                            int64_t heads, float* dx) {
-  RopeBackwardReference(head_dim, Plain(theta), dy, B, T, heads, dx);
+  RopeBackwardReference(head_dim, RopeParams::Plain(theta), dy, B, T, heads, dx);
 }
 
 }  // namespace replica
