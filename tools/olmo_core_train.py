@@ -20,7 +20,9 @@ fp32 runs without a `dp_config` (one process, no data parallelism).
 Written to DIR:
   config.json         ExperimentConfig.as_config_dict(), as ConfigSaverCallback writes it
   metrics.jsonl       one line per step: everything OLMo-core's trainer records (train/CE loss,
-                      train/Z loss, optim/total grad norm, optim/LR (group 0), optim/step skipped)
+                      train/Z loss, optim/total grad norm, optim/LR (group 0), optim/step skipped;
+                      and optim/total grad norm float64, the same gradients' norm summed in
+                      float64, a measurement that changes nothing)
   ckpt/stepN/         OLMo-core checkpoints (model_and_optim/ DCP directory, train/rank0.pt)
   run.json            what ran: arguments, torch threads, versions
 
@@ -152,6 +154,31 @@ def metrics_recorder(path):
     return MetricsJsonl()
 
 
+def record_exact_grad_norm(train_module, path):
+    """Records, beside OLMo-core's own `optim/total grad norm` (torch's float32 reduction), the
+    norm of the same gradients summed in float64 (`optim/total grad norm float64`): how far
+    OLMo-core's reported norm lies from the exact norm of its gradients. A measurement only:
+    the clipping and everything after it use OLMo-core's float32 norm, unchanged."""
+    import torch
+
+    clip = train_module._clip_grad_norm
+
+    def measured(max_grad_norm, *a, **kw):
+        sq = torch.zeros((), dtype=torch.float64)
+        for p in train_module.model.parameters():
+            if p.grad is None:
+                continue
+            g = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
+            sq += g.detach().to(torch.float64).pow(2).sum()
+        # Written beside the trainer's metrics, not through record_metric (which stores float32).
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"step": int(train_module.trainer.global_step),
+                                "optim/total grad norm float64": float(sq.sqrt())}) + "\n")
+        return clip(max_grad_norm, *a, **kw)
+
+    train_module._clip_grad_norm = measured
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -188,6 +215,7 @@ def main():
     data_loader = config.data_loader.build(dataset, dp_process_group=train_module.dp_process_group)
     trainer = config.trainer.build(train_module, data_loader)
     trainer.add_callback("metrics_jsonl", metrics_recorder(metrics_path))
+    record_exact_grad_norm(train_module, metrics_path)
     config_dict = config.as_config_dict()
     for callback in trainer.callbacks.values():
         if type(callback).__name__ == "ConfigSaverCallback":

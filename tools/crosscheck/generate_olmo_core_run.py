@@ -139,7 +139,7 @@ def main():
         # the absolute paths OLMo-core's configs name, which the CLI test maps (--path-map)
         pf.write(f"tokens\t{os.path.join(work, 'tokens')}\n")
         pf.write(f"step30\t{os.path.join(d['fp32'], 'ckpt', 'step30')}\n")
-    summary = {"perturbation": r["perturbation"], "notes": r["notes"]}
+    summary = {"perturbation": r["perturbation"], "notes": r["notes"], "machine": f.machine()}
     for prec in ("fp32", "bf16"):
         summary[prec] = f.first_and_largest(cmp[prec]["replica"], cmp[prec]["bound"],
                                             cmp[prec]["steps"])

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from common import REPO, log
 
@@ -44,6 +45,8 @@ def olmo_core_metrics(path):
                      "grad_norm": row["optim/total grad norm"],
                      "lr": row["optim/LR (group 0)"],
                      "skipped": bool(row.get("optim/step skipped", 0.0))}
+        if "optim/total grad norm float64" in row:
+            out[step]["grad_norm_float64"] = row["optim/total grad norm float64"]
     return out
 
 
@@ -83,6 +86,17 @@ def running_max(values):
     for v in values:
         m = max(m, v)
         out.append(m)
+    return out
+
+
+def norm_rounding(metrics, steps):
+    """{quantity: [per step]}: zero but for grad_norm, where it is |OLMo-core's reported float32
+    norm - the same gradients' norm summed in float64| (olmo_core_train.py records both). The
+    rounding perturbations leave torch's norm reduction as it is, so they do not sample this
+    error of OLMo-core's own report; replica's norm is summed in float64."""
+    out = {q: [0.0] * len(steps) for q in QUANTITIES}
+    out["grad_norm"] = [abs(metrics[s]["grad_norm"] - metrics[s]["grad_norm_float64"])
+                        for s in steps]
     return out
 
 
@@ -154,6 +168,27 @@ def tokenize(replica, tokenizer_json, out_dir):
     return out_dir
 
 
+def machine():
+    """What decides torch's CPU kernels here: the CPU model, torch's CPU capability and the
+    vector/matrix extensions its bf16 paths use. Two machines alike in all of these gave the
+    same bits; bf16 training on two machines that differ in them does not."""
+    import torch
+    model, flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+    except OSError:
+        pass
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+    return {"cpu": model, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "extensions": [x for x in wanted if x in flags]}
+
+
 def other_cpu_capability():
     """An ATEN_CPU_CAPABILITY other than the one torch picks here: torch's vectorised CPU
     kernels (softmax, norms, reductions) for another vector width, which changes only their
@@ -164,6 +199,13 @@ def other_cpu_capability():
     return "avx2" if cap.startswith("avx512") else "default"
 
 
+# Another fp32 GEMM kernel in OLMo-core: MKL's "compatible" conditional-numerical-reproducibility
+# path (torch's fp32 matmuls are MKL's sgemm). It moves the fp32 run (grad norm 2.4e-7 apart at
+# step 1, 4e-5 by step 44); MKL_CBWR=SSE4_2 or AVX512, MKL_ENABLE_INSTRUCTIONS, DNNL_MAX_CPU_ISA and
+# 1 vs 2 threads give the same sgemm bits on an AMD EPYC. bf16 matmuls are oneDNN's: not used there.
+GEMM_PERTURBATION = "MKL_CBWR=COMPATIBLE"
+# OLMo-core runs and checkpoint reads at a time (each one process on one torch thread).
+PARALLEL_RUNS = max(1, min(2, os.cpu_count() or 1))
 REUSE = False  # set by --reuse: keep an OLMo-core run that finished (run.json written) before
 
 
@@ -286,35 +328,48 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True):
     rp = lambda name: os.path.join(work, "replica", name)  # noqa: E731
     os.makedirs(oc(""), exist_ok=True)
     os.makedirs(rp(""), exist_ok=True)
-    r = {"perturbation": f"ATEN_CPU_CAPABILITY={cap}; 8 micro-batches of 1", "notes": [],
+    r = {"perturbation": {"fp32": f"ATEN_CPU_CAPABILITY={cap}; 8 micro-batches of 1; "
+                                  f"{GEMM_PERTURBATION}; its norm's float32 rounding",
+                          "bf16": f"ATEN_CPU_CAPABILITY={cap}; 8 micro-batches of 1"},
+         "notes": [],
          "dirs": {}}
-    r["dirs"]["fp32"] = a = olmo_core_train(oc("fp32"), tokens, tokenizer_json)
-    olmo_core_train(oc("fp32.perturbed"), tokens, tokenizer_json,
-                    env={"ATEN_CPU_CAPABILITY": cap})
-    olmo_core_train(oc("fp32.perturbed-mb1"), tokens, tokenizer_json,
-                    extra=["--micro-batch-instances", "1"])
+    a, c, d = oc("fp32"), oc("fp32.resume"), oc("bf16")
     step30 = os.path.join(a, "ckpt", "step30")
-    r["dirs"]["resume"] = c = olmo_core_train(oc("fp32.resume"), tokens, tokenizer_json,
-                                              resume_from=step30)
-    runs = ["fp32", "fp32.perturbed", "fp32.perturbed-mb1", "fp32.resume"]
-    if bf16:
-        r["dirs"]["bf16"] = d = olmo_core_train(oc("bf16"), tokens, tokenizer_json,
-                                                precision="bf16")
-        olmo_core_train(oc("bf16.perturbed"), tokens, tokenizer_json, precision="bf16",
-                        env={"ATEN_CPU_CAPABILITY": cap})
-        olmo_core_train(oc("bf16.perturbed-mb1"), tokens, tokenizer_json, precision="bf16",
-                        extra=["--micro-batch-instances", "1"])
-        runs += ["bf16", "bf16.perturbed", "bf16.perturbed-mb1"]
-    r["olmo_core"] = {n: olmo_core_metrics(os.path.join(oc(n), "metrics.jsonl")) for n in runs}
-
     ck = lambda name: os.path.join(work, "replica_checkpoints", name)  # noqa: E731
-    r["dirs"]["ckpt_fp32_step0"] = read_checkpoint(replica, os.path.join(a, "ckpt", "step0"),
-                                                   ck("fp32.step0"))
-    r["dirs"]["ckpt_fp32_step30"] = read_checkpoint(replica, step30, ck("fp32.step30"))
-
-    if bf16:
-        r["dirs"]["ckpt_bf16_step0"] = read_checkpoint(
-            replica, os.path.join(d, "ckpt", "step0"), ck("bf16.step0"))
+    precisions = ["fp32", "bf16"] if bf16 else ["fp32"]
+    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
+        # Each run is one process on one torch thread, so two at a time on a 2-core machine;
+        # concurrency changes no bits (each run's arithmetic is its own).
+        jobs = {}
+        for prec in precisions:
+            jobs[prec] = pool.submit(olmo_core_train, oc(prec), tokens, tokenizer_json, prec)
+            jobs[prec + ".perturbed"] = pool.submit(
+                olmo_core_train, oc(prec + ".perturbed"), tokens, tokenizer_json, prec,
+                {"ATEN_CPU_CAPABILITY": cap})
+            jobs[prec + ".perturbed-mb1"] = pool.submit(
+                olmo_core_train, oc(prec + ".perturbed-mb1"), tokens, tokenizer_json, prec,
+                None, None, 60, ["--micro-batch-instances", "1"])
+        jobs["fp32.perturbed-gemm"] = pool.submit(
+            olmo_core_train, oc("fp32.perturbed-gemm"), tokens, tokenizer_json, "fp32",
+            dict([GEMM_PERTURBATION.split("=")]))
+        jobs["fp32"].result()  # the resumed run and the step-0/30 reads need its checkpoints
+        jobs["fp32.resume"] = pool.submit(olmo_core_train, c, tokens, tokenizer_json,
+                                          resume_from=step30)
+        reads = {"ckpt_fp32_step0": pool.submit(read_checkpoint, replica,
+                                                os.path.join(a, "ckpt", "step0"),
+                                                ck("fp32.step0")),
+                 "ckpt_fp32_step30": pool.submit(read_checkpoint, replica, step30,
+                                                 ck("fp32.step30"))}
+        if bf16:
+            jobs["bf16"].result()
+            reads["ckpt_bf16_step0"] = pool.submit(read_checkpoint, replica,
+                                                   os.path.join(d, "ckpt", "step0"),
+                                                   ck("bf16.step0"))
+        for job in list(jobs.values()) + list(reads.values()):
+            job.result()  # re-raises a run's failure
+    r["dirs"].update({"fp32": a, "resume": c, **({"bf16": d} if bf16 else {})})
+    r["dirs"].update({k: v.result() for k, v in reads.items()})
+    r["olmo_core"] = {n: olmo_core_metrics(os.path.join(oc(n), "metrics.jsonl")) for n in jobs}
     r["replica"] = {}
     if not follow:
         return r
@@ -346,7 +401,10 @@ def comparisons(r):
     ocm, rpm = r["olmo_core"], r["replica"]
     for prec in [p for p in ("fp32", "bf16") if p in ocm]:
         steps = sorted(ocm[prec])
-        self_ds = [diffs(ocm[prec + p], ocm[prec], steps) for p in (".perturbed", ".perturbed-mb1")]
+        self_ds = [diffs(ocm[prec + p], ocm[prec], steps)
+                   for p in (".perturbed", ".perturbed-mb1", ".perturbed-gemm") if prec + p in ocm]
+        if all("grad_norm_float64" in ocm[prec][s] for s in steps):
+            self_ds.append(norm_rounding(ocm[prec], steps))
         self_d = {q: [max(d[q][i] for d in self_ds) for i in range(len(steps))]
                   for q in QUANTITIES}
         env = envelope(self_ds)
@@ -356,9 +414,10 @@ def comparisons(r):
             out[prec]["replica"] = diffs(rpm[prec], ocm[prec], steps)
     if "bf16" in ocm:
         steps = sorted(ocm["bf16"])
-        env = envelope([diffs(ocm[n], ocm["fp32"], steps)
-                        for n in ("bf16", "bf16.perturbed", "bf16.perturbed-mb1")])
-        out["bf16_budget"] = {"steps": steps, "envelope": env,
+        runs = {n: diffs(ocm[n], ocm["fp32"], steps)
+                for n in ("bf16", "bf16.perturbed", "bf16.perturbed-mb1")}
+        env = envelope(list(runs.values()))
+        out["bf16_budget"] = {"steps": steps, "envelope": env, "olmo_core_runs": runs,
                               "bound": bounds(env, ocm["fp32"], steps)}
         if "bf16" in rpm:
             out["bf16_budget"]["replica"] = diffs(rpm["bf16"], ocm["fp32"], steps)

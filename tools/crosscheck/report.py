@@ -4,7 +4,9 @@
 
 Each check prints JSON rows (common.emit); this collects them in the order they came, prints the
 table (area, case, comparison, figure, bound, ok), writes DIR/report.json and DIR/report.md, and
-exits 1 when any row failed or any check could not run to its end, 0 otherwise.
+exits 1 when any row failed or any check could not run to its end, 0 otherwise. A row marked as a
+known gap (common.emit's `gap`) that does not hold is shown as GAP and fails nothing; one that
+holds fails (the mark must go). A row marked `info` is a measurement held to nothing.
 """
 import argparse
 import glob
@@ -26,8 +28,8 @@ def fmt(value):
 
 def table(rows):
     head = ["area", "case", "comparison", "figure", "bound", "ok"]
-    body = [[r["area"], r["case"], r["what"], fmt(r["value"]), r["bound"],
-             "ok" if r["ok"] else "FAIL"] for r in rows]
+    body = [[r["area"], r["case"], r["what"], fmt(r["value"]), r["bound"], common.status(r)]
+            for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
@@ -73,12 +75,20 @@ def main():
             rows.append({"area": area, "case": "-", "what": "the check ran to its end",
                          "value": f"exit {proc.returncode}", "bound": "exit 0", "ok": False})
         common.log(f"crosscheck: {area}: {len(got)} rows, "
-                   f"{sum(not r['ok'] for r in got)} failed, {timings[area]} s")
+                   f"{sum(common.status(r).startswith('FAIL') for r in got)} failed, "
+                   f"{timings[area]} s")
     text, md = table(rows)
     print(text)
-    failed = [r for r in rows if not r["ok"]]
-    print(f"\ncrosscheck: {len(rows)} comparisons, {len(failed)} failed"
+    failed = [r for r in rows if common.status(r).startswith("FAIL")]
+    gaps = [r for r in rows if common.status(r) == "GAP"]
+    info = [r for r in rows if common.status(r) == "info"]
+    print(f"\ncrosscheck: {len(rows)} comparisons, {len(failed)} failed, {len(gaps)} known "
+          f"gaps, {len(info)} measurements held to nothing"
           + (f"; checks that did not finish: {', '.join(broken)}" if broken else ""))
+    for r in gaps:
+        print(f"  GAP  {r['area']} {r['case']}: {r['what'][:90]} ({r['gap']})")
+    for r in info:
+        print(f"  info {r['area']} {r['case']}: {r['what'][:90]} ({r['info']})")
     report = {"versions": common.versions(), "rows": rows, "seconds": timings,
               "date": time.strftime("%Y-%m-%d")}
     with open(os.path.join(args.work, "report.json"), "w", encoding="utf-8") as f:
