@@ -19,6 +19,14 @@ echo "$out" | jq -e '((.tokens_per_s * .step_time_s - 32) | fabs) < 1e-6' >/dev/
 echo "$out" | jq -e '((.flops_per_token * .tokens_per_s / 1e9 / .achieved_gflops) - 1 | fabs) < 1e-9' >/dev/null \
   || fail "achieved_gflops"
 echo "$out" | jq -e '((.achieved_gflops / .peak_gflops / .mfu) - 1 | fabs) < 1e-9' >/dev/null || fail "mfu"
+# The nominal peak's clock (ops/cpu/core_clock.h): the figure used, which source it came from, the
+# measurement and the references beside it (null when not reported).
+echo "$out" | jq -e '.nominal_peak.clock as $c | ($c.source | IN("measured", "cpuid 0x16", "/proc/cpuinfo"))
+  and $c.ghz == .nominal_peak.clock_ghz and $c.ghz > 0 and $c.measured_ghz > 0
+  and ($c.cpuinfo_ghz == null or $c.cpuinfo_ghz > 0) and ($c.cpuid_base_ghz == null or $c.cpuid_base_ghz > 0)
+  and ($c.note | type == "string")
+  and ((.nominal_peak.gflops / (.nominal_peak.flops_per_cycle_per_core * $c.ghz * .nominal_peak.cores)) - 1 | fabs) < 1e-9' \
+  >/dev/null || fail "nominal_peak.clock: $(echo "$out" | jq -c .nominal_peak)"
 # Random weights: the first-step loss is close to ln(V) = ln(384) = 5.95.
 echo "$out" | jq -e '(.ce_loss - 5.95 | fabs) < 0.1' >/dev/null || fail "ce_loss far from ln V"
 
@@ -43,7 +51,9 @@ echo "$two" | jq -e '.peak_gemm.cached_gflops > 1e5 and .peak_gflops == .peak_ge
 unset REPLICA_GEMM_PEAK_CACHE
 
 # Human-readable output.
-"$BIN" bench --model-config "$CFG" --batch 1 --seq 8 --steps 1 --peak-size 64 | grep -q MFU || fail "text output"
+text=$("$BIN" bench --model-config "$CFG" --batch 1 --seq 8 --steps 1 --peak-size 64) || fail "text output"
+echo "$text" | grep -q MFU || fail "text output: no MFU"
+echo "$text" | grep -q "core clock .*GHz.*/proc/cpuinfo.*cpuid 0x16" || fail "text output: no core clock line"
 
 "$BIN" bench --model-config "$CFG" --batch 0 --seq 8 --steps 1 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--batch 0: expected exit 2"

@@ -171,31 +171,11 @@ double FlopsPerCyclePerCore(Isa isa, Precision precision) {
   return 8;  // SSE: one 128-bit multiply and one add per cycle
 }
 
-double MeasureCoreClockHz() {
-  using Clock = std::chrono::steady_clock;
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    constexpr uint64_t kIterations = 1 << 20;  // × 16 dependent adds
-    uint64_t x = 0, n = kIterations;
-    const auto t0 = Clock::now();
-    __asm__ volatile(
-        "1:\n"
-        "add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n"
-        "add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n"
-        "add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n"
-        "add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0\n"
-        "dec %1\n jnz 1b\n"
-        : "+r"(x), "+r"(n));
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, 16.0 * kIterations / s);
-  }
-  return best;
-}
-
 NominalPeak MeasureNominalPeak(Isa isa, Precision precision, int cores) {
   NominalPeak p;
   p.flops_per_cycle_per_core = FlopsPerCyclePerCore(isa, precision);
-  p.clock_hz = MeasureCoreClockHz();
+  p.clock = MeasureCoreClock();
+  p.clock_hz = p.clock.hz;
   p.cores = cores;
   p.flops_per_s = p.flops_per_cycle_per_core * p.clock_hz * cores;
   return p;

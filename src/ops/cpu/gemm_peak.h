@@ -12,11 +12,13 @@
 //
 // For bf16 precision the rate is that of the bf16 GEMM (ops/cpu/gemm_bf16.h) in use: MFU is taken
 // against the peak of the mode in use (the precision is part of the cache key). NominalPeak gives
-// the other denominator, the ISA's FLOP/cycle/core × measured clock × cores (docs/precision.md).
+// the other denominator, the ISA's FLOP/cycle/core × core clock × cores (docs/precision.md), the
+// clock measured and checked against cpuid and /proc/cpuinfo (core_clock.h).
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "ops/cpu/core_clock.h"
 #include "ops/cpu/isa.h"
 #include "ops/precision.h"
 
@@ -56,7 +58,8 @@ std::string DefaultGemmPeakCachePath();
 
 struct NominalPeak {
   double flops_per_cycle_per_core = 0;  // of the unit that does the mode's math (table below)
-  double clock_hz = 0;                  // measured on the calling thread
+  double clock_hz = 0;                  // clock.hz
+  CoreClock clock;                      // measured on the calling thread, with its references
   int cores = 0;                        // threads in use
   double flops_per_s = 0;               // the product
 };
@@ -64,7 +67,5 @@ struct NominalPeak {
 // (two 512-bit FMA pipes); bf16 on AMX 1024 (one 16×16×32 bf16 tile product per 16 cycles).
 double FlopsPerCyclePerCore(Isa isa, Precision precision);
 NominalPeak MeasureNominalPeak(Isa isa, Precision precision, int cores);
-// The core clock, from a chain of dependent integer adds (one per cycle), ~20 ms.
-double MeasureCoreClockHz();
 
 }  // namespace replica
