@@ -14,13 +14,13 @@ P1="$ROOT/tests/data/olmo-core/OLMo-3-1025-7B-pretrain-1.sequence_mixer.json"
 export OMP_NUM_THREADS=1
 
 # refused <name> <config file> <text the message must contain>...: for plan, import-config and
-# train: exit 2 within 20 s, every text in stderr, nothing on stdout, no run directory.
+# train: exit 2 (a 120 s timeout catches a hang), every text in stderr, nothing on stdout, no run directory.
 refused() {
   local name=$1 file=$2; shift 2
   for cmd in plan import-config train; do
     local args=()
     [ $cmd = train ] && args=(--run-dir "$tmp/run")
-    timeout 20 "$BIN" $cmd "$file" "${args[@]}" > "$tmp/out" 2> "$tmp/err"; local rc=$?
+    timeout 120 "$BIN" $cmd "$file" "${args[@]}" > "$tmp/out" 2> "$tmp/err"; local rc=$?
     local ok=1
     [ $rc -eq 2 ] || ok=0
     for want in "$file" "$@"; do grep -qF -- "$want" "$tmp/err" || ok=0; done
@@ -72,11 +72,11 @@ refused "n_heads 1e11" "$tmp/h.json" "model.block.sequence_mixer.n_heads"
 edit '.model.n_layers = 65536 | .model.d_model = 128 | .model.block.feed_forward.hidden_size = 256 |
       .model.block.sequence_mixer.n_heads = 2 | .model.block.sequence_mixer.n_kv_heads = 2 |
       .model.block.sequence_mixer.head_dim = 64' "$tmp/layers65536.json"
-start=$(date +%s%N)  # the import (not plan's memory model, which builds the layout per world size)
-"$BIN" import-config "$tmp/layers65536.json" > "$tmp/l.yaml" 2>&1; rc=$?
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
-check "import-config of 65,536 layers exits 0 within 10 s (rc $rc, $ms ms)" \
-  '[ $rc -eq 0 ] && [ $ms -lt 10000 ] && grep -q "num_hidden_layers: 65536" "$tmp/l.yaml"'
+# the import takes 0.4 s in Release and 1 s under ASan on an idle 2-core VM;
+# the generous timeout only turns a hang or a quadratic blow-up into a failure, never a slow machine
+timeout 300 "$BIN" import-config "$tmp/layers65536.json" > "$tmp/l.yaml" 2>&1; rc=$?
+check "import-config of 65,536 layers exits 0 (rc $rc; 124 is the 300 s timeout)" \
+  '[ $rc -eq 0 ] && grep -q "num_hidden_layers: 65536" "$tmp/l.yaml"'
 
 # integers above 2^63 - 1, negative seeds, floats where OLMo-core has an int
 literal .data_loader.seed 18446744073709551615 "$tmp/seed.json"
