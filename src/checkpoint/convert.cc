@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/finite.h"
+#include "core/resolved_path.h"
 #include "io/safetensors.h"
 #include "tokenizer/tokenizer_dolma2.h"
 #include "tokenizer/tokenizer_hf_export.h"
@@ -149,14 +150,17 @@ void RequireWritableDestination(const std::string& to, bool (*own_file)(const st
 }
 
 // A run's checkpoints/ folder belongs to its trainer: a directory converted into it would be taken
-// for the run's own checkpoint on resume, or pruned by the next save.
+// for the run's own checkpoint on resume, or pruned by the next save. Both the path as written and
+// where it leads (symbolic links followed: a link to the folder, or to a step directory not
+// written yet) are checked; a link placed inside the folder is taken for a checkpoint as well.
 void RequireOutsideRunCheckpoints(const std::string& to) {
-  const fs::path dir = fs::absolute(to).lexically_normal();
-  const fs::path parent = (dir.has_filename() ? dir : dir.parent_path()).parent_path();
-  Require(parent.filename() != kCheckpointsSubdir,
-          "--to {}: inside a run's checkpoint folder {}; the run's next `replica train` would "
-          "resume from it or delete it. Convert elsewhere and point init.from_checkpoint at it",
-          to, parent.string());
+  for (const fs::path& dir : {ResolvedPath(to), fs::absolute(to).lexically_normal()}) {
+    const fs::path parent = (dir.has_filename() ? dir : dir.parent_path()).parent_path();
+    Require(parent.filename() != kCheckpointsSubdir,
+            "--to {}: inside a run's checkpoint folder {}; the run's next `replica train` would "
+            "resume from it or delete it. Convert elsewhere and point init.from_checkpoint at it",
+            to, parent.string());
+  }
 }
 
 void RequireDistinct(const std::string& from, const std::string& to) {
@@ -174,6 +178,7 @@ ConvertResult Export(const ConvertOptions& o) {
   std::error_code ec;
   Require(!IsCheckpointOrRunDir(o.to), "--to: {} is a checkpoint or run directory; refusing to "
                                       "write a Hugging Face directory into it", o.to);
+  RequireOutsideRunCheckpoints(o.to);
   RequireWritableDestination(o.to, IsExportFile, "a Hugging Face directory");
   Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
   const std::string config_path = (fs::path(info.dir) / kConfigFile).string();

@@ -111,5 +111,22 @@ check "convert --to RUN/checkpoints/step-N says why: $(cat "$tmp/err")" \
   'grep -q "inside a run.s checkpoint folder" "$tmp/err"'
 check "convert --to RUN/checkpoints/step-N writes nothing" '[ ! -e "$tmp/run/checkpoints/step-00000005" ]'
 
+# ... also when the path reaches the folder through a symbolic link: a link to the folder, a link
+# to a step directory that does not exist yet, a link to the run directory; either direction.
+mkdir -p "$tmp/run2/checkpoints"
+ln -s "$tmp/run2/checkpoints" "$tmp/cklink"
+ln -s "$tmp/run2/checkpoints/step-00000007" "$tmp/steplink"
+ln -s "$tmp/run2" "$tmp/runlink"
+for to in "$tmp/cklink/step-00000006" "$tmp/steplink" "$tmp/runlink/checkpoints/step-00000008" \
+          "$tmp/cklink/step-00000009/"; do
+  for from in "$FIX" "$tmp/ckpt"; do
+    "$BIN" convert --from "$from" --to "$to" > /dev/null 2> "$tmp/err"; rc=$?
+    check "convert --from $from --to $to (a link into RUN/checkpoints) exits 2 (got $rc)" \
+      '[ $rc -eq 2 ] && grep -q "inside a run.s checkpoint folder $tmp/run2/checkpoints" "$tmp/err"'
+  done
+done
+check "no convert through a link wrote into RUN/checkpoints: $(ls "$tmp/run2/checkpoints")" \
+  '[ -z "$(ls -A "$tmp/run2/checkpoints")" ]'
+
 [ $fail -eq 0 ] && echo "convert.sh: all checks passed"
 exit $fail
