@@ -173,21 +173,29 @@ void RequireDistinct(const std::string& from, const std::string& to) {
 ConvertResult Export(const ConvertOptions& o) {
   Require(o.dtype == DType::kF32 || o.dtype == DType::kBF16,
           "--dtype: export writes f32 or bf16, not {}", DTypeName(o.dtype));
-  const CheckpointInfo info = ResolveCheckpoint(o.from);
-  RequireDistinct(info.dir, o.to);
   std::error_code ec;
   Require(!IsCheckpointOrRunDir(o.to), "--to: {} is a checkpoint or run directory; refusing to "
                                       "write a Hugging Face directory into it", o.to);
   RequireOutsideRunCheckpoints(o.to);
-  RequireWritableDestination(o.to, IsExportFile, "a Hugging Face directory");
-  Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
-  const std::string config_path = (fs::path(info.dir) / kConfigFile).string();
-  Require(!ckpt.model_config().is_null(),
-          "{}: missing: the checkpoint carries no model config to export", config_path);
-  const ModelConfig config = ModelConfig::FromHfJson(ckpt.model_config(), config_path);
+  // Everything is read before anything is written; a run directory's newest checkpoint may be
+  // pruned meanwhile, then the newest is read again.
+  CheckpointInfo info;
+  ModelConfig config;
+  FlatBuffer params;
+  ReadNewestCheckpoint(o.from, [&](const CheckpointInfo& found) {
+    info = found;
+    RequireDistinct(info.dir, o.to);
+    RequireWritableDestination(o.to, IsExportFile, "a Hugging Face directory");
+    Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
+    const std::string config_path = (fs::path(info.dir) / kConfigFile).string();
+    Require(!ckpt.model_config().is_null(),
+            "{}: missing: the checkpoint carries no model config to export", config_path);
+    config = ModelConfig::FromHfJson(ckpt.model_config(), config_path);
+    const ParamLayout read_layout = config.BuildLayout();
+    params = FlatBuffer(read_layout.total_floats());
+    ckpt.LoadParams(read_layout, params);  // name, shape and dtype checks
+  });
   const ParamLayout layout = config.BuildLayout();
-  FlatBuffer params(layout.total_floats());
-  ckpt.LoadParams(layout, params);  // name, shape and dtype checks
 
   // The tokenizer is resolved and checked before anything is written.
   std::string tokenizer = o.tokenizer;

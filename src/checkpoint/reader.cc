@@ -80,6 +80,67 @@ CheckpointInfo ResolveCheckpoint(const std::string& path) {
        kManifestFile, kCheckpointsSubdir);
 }
 
+namespace {
+
+bool IsRunDirectory(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  return !fs::exists(p / kManifestFile, ec) && !fs::exists(p / kDoneFile, ec) &&
+         fs::is_directory(p / kCheckpointsSubdir, ec);
+}
+
+// Whether `info`, chosen in run directory `run_dir`, has stopped being its newest complete
+// checkpoint: removed, its DONE gone, or a newer one complete (a writer prunes only after that).
+bool Superseded(const std::string& run_dir, const CheckpointInfo& info) {
+  std::error_code ec;
+  if (!fs::is_directory(info.dir, ec) || !HasDone(info.dir)) return true;
+  for (const CheckpointDir& d : ListCheckpointDirs((fs::path(run_dir) / kCheckpointsSubdir).string()))
+    if (d.step > info.step && HasDone(d.path)) return true;
+  return false;
+}
+
+}  // namespace
+
+void ReadNewestCheckpoint(const std::string& path,
+                          const std::function<void(const CheckpointInfo&)>& read) {
+  const bool run = IsRunDirectory(path);
+  for (int attempt = 1;; ++attempt) {
+    const CheckpointInfo info = ResolveCheckpoint(path);
+    try {
+      read(info);
+      return;
+    } catch (const Error& e) {
+      if (!run || !Superseded(path, info)) throw;
+      if (attempt >= kCheckpointReadAttempts)
+        Fail("{}: the newest checkpoint was replaced while it was read, {} times in a row (a "
+             "writer saving every step with checkpoint.keep 1?); last: {}",
+             path, attempt, e.what());
+      REPLICA_LOG_INFO("{}: removed or replaced by a newer checkpoint while it was read; reading "
+                       "the newest again", info.dir);
+    }
+  }
+}
+
+void LoadNewestParams(const std::string& path, Checkpoint& ckpt, const ParamLayout& layout,
+                      FlatBuffer& params) {
+  try {
+    ckpt.LoadParams(layout, params);
+    return;
+  } catch (const Error&) {
+    if (!IsRunDirectory(path) || !Superseded(path, CheckpointInfo{ckpt.dir(), ckpt.step()})) throw;
+  }
+  REPLICA_LOG_INFO("{}: removed or replaced by a newer checkpoint while it was read; reading the "
+                   "newest again", ckpt.dir());
+  ReadNewestCheckpoint(path, [&](const CheckpointInfo& info) {
+    Checkpoint again = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
+    Require(again.model_config() == ckpt.model_config(),
+            "{}: a newer checkpoint {} replaced {} while it was read, and its {} differs", path,
+            info.dir, ckpt.dir(), kConfigFile);
+    again.LoadParams(layout, params);
+    ckpt = std::move(again);
+  });
+}
+
 Checkpoint Checkpoint::Open(const std::string& dir, bool verify) {
   Checkpoint c;
   c.dir_ = dir;

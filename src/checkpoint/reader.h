@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -45,6 +46,23 @@ std::optional<CheckpointInfo> FindLatestValid(const std::string& run_dir, bool w
 // `path` is a checkpoint directory (holds MANIFEST.json or DONE: verified) or a run directory
 // (holds checkpoints/: its newest valid checkpoint). Error otherwise or when nothing valid exists.
 CheckpointInfo ResolveCheckpoint(const std::string& path);
+
+// Runs `read` on the checkpoint `path` names (ResolveCheckpoint). A run directory's newest
+// checkpoint can be pruned by a writer (checkpoint.keep) while `read` is still reading it: when
+// `read` throws an Error and its checkpoint has since been removed, lost its DONE marker or been
+// superseded by a newer complete one, the newest complete checkpoint is searched again and `read`
+// called on it, at most kCheckpointReadAttempts times in all. An Error about a checkpoint that is
+// still the newest, or about a checkpoint directory named directly, is thrown unchanged. `read`
+// must leave nothing behind that a second call would not replace.
+constexpr int kCheckpointReadAttempts = 8;
+void ReadNewestCheckpoint(const std::string& path,
+                          const std::function<void(const CheckpointInfo&)>& read);
+
+class Checkpoint;
+// `ckpt.LoadParams(layout, params)` for a checkpoint found through `path` (ReadNewestCheckpoint's
+// retry, for a caller that opened it earlier): a replacement must carry the same model config.
+void LoadNewestParams(const std::string& path, Checkpoint& ckpt, const ParamLayout& layout,
+                      FlatBuffer& params);
 
 class Checkpoint {
  public:
