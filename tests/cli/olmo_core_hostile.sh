@@ -72,7 +72,7 @@ refused "n_heads 1e11" "$tmp/h.json" "model.block.sequence_mixer.n_heads"
 edit '.model.n_layers = 65536 | .model.d_model = 128 | .model.block.feed_forward.hidden_size = 256 |
       .model.block.sequence_mixer.n_heads = 2 | .model.block.sequence_mixer.n_kv_heads = 2 |
       .model.block.sequence_mixer.head_dim = 64' "$tmp/layers65536.json"
-start=$(date +%s%N)  # the import (not plan's memory model, which builds the layout per world size)
+start=$(date +%s%N)  # the import alone (plan of this config: tests/cli/plan_layers.sh)
 "$BIN" import-config "$tmp/layers65536.json" > "$tmp/l.yaml" 2>&1; rc=$?
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 check "import-config of 65,536 layers exits 0 within 10 s (rc $rc, $ms ms)" \
