@@ -1,6 +1,7 @@
 #include "checkpoint/convert.h"
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <regex>
 
@@ -9,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/finite.h"
+#include "core/progress.h"
 #include "core/resolved_path.h"
 #include "io/safetensors.h"
 #include "tokenizer/tokenizer_dolma2.h"
@@ -163,6 +165,24 @@ void RequireOutsideRunCheckpoints(const std::string& to) {
   }
 }
 
+// Progress of a convert in megabytes: what it reads (fp32 floats) and then writes.
+class ConvertProgress {
+ public:
+  ConvertProgress(bool enabled, uint64_t read_bytes, uint64_t write_bytes)
+      : read_(read_bytes),
+        meter_("convert", "MB", Mb(read_bytes + write_bytes), enabled) {}
+  void Read(uint64_t bytes, const std::string& from) { meter_.Update(Mb(bytes), "reading " + from); }
+  void Written(uint64_t bytes, const std::string& to) {
+    meter_.Update(Mb(read_ + bytes), "writing " + to);
+  }
+  void Finish(const std::string& to) { meter_.Finish("wrote " + to); }
+
+ private:
+  static int64_t Mb(uint64_t bytes) { return static_cast<int64_t>((bytes + 500000) / 1000000); }
+  uint64_t read_;
+  ProgressMeter meter_;
+};
+
 void RequireDistinct(const std::string& from, const std::string& to) {
   std::error_code ec;
   Require(!to.empty(), "--to: empty path");
@@ -182,6 +202,7 @@ ConvertResult Export(const ConvertOptions& o) {
   CheckpointInfo info;
   ModelConfig config;
   FlatBuffer params;
+  std::unique_ptr<ConvertProgress> progress;
   ReadNewestCheckpoint(o.from, [&](const CheckpointInfo& found) {
     info = found;
     RequireDistinct(info.dir, o.to);
@@ -193,7 +214,12 @@ ConvertResult Export(const ConvertOptions& o) {
     config = ModelConfig::FromHfJson(ckpt.model_config(), config_path);
     const ParamLayout read_layout = config.BuildLayout();
     params = FlatBuffer(read_layout.total_floats());
-    ckpt.LoadParams(read_layout, params);  // name, shape and dtype checks
+    progress = std::make_unique<ConvertProgress>(
+        o.progress, 4 * read_layout.total_floats(),
+        read_layout.num_elements() * (o.dtype == DType::kBF16 ? 2 : 4));
+    ckpt.LoadParams(read_layout, params, [&](size_t floats) {  // name, shape and dtype checks
+      progress->Read(4 * floats, info.dir);
+    });
   });
   const ParamLayout layout = config.BuildLayout();
 
@@ -218,7 +244,7 @@ ConvertResult Export(const ConvertOptions& o) {
   r.parameters = static_cast<int64_t>(layout.num_elements());
   fs::create_directories(o.to, ec);
   Require(!ec, "{}: cannot create directory: {}", o.to, ec.message());
-  r.files = writer.Write(o.to);
+  r.files = writer.Write(o.to, [&](uint64_t bytes) { progress->Written(bytes, o.to); });
   nlohmann::json hf = config.ToHfDirectoryJson();
   hf["torch_dtype"] = o.dtype == DType::kBF16 ? "bfloat16" : "float32";
   WriteFileAtomic((fs::path(o.to) / kConfigFile).string(), hf.dump(2) + "\n");
@@ -233,6 +259,7 @@ ConvertResult Export(const ConvertOptions& o) {
     const int64_t max_len = config.max_position_embeddings > 0 ? config.max_position_embeddings : 8192;
     for (const std::string& f : WriteHfTokenizerFiles(*tok, o.to, max_len)) r.files.push_back(f);
   }
+  progress->Finish(o.to);
   return r;
 }
 
@@ -250,6 +277,7 @@ ConvertResult Import(const ConvertOptions& o) {
   const ParamLayout layout = config.BuildLayout();
   HfCheckpoint hf = HfCheckpoint::Open(o.from);
   FlatBuffer params(layout.total_floats());
+  ConvertProgress progress(o.progress, 4 * layout.total_floats(), 4 * layout.total_floats());
   for (const ParamView& v : layout.views()) {
     const TensorInfo* t = hf.Find(v.name);
     Require(t != nullptr, "{}: missing tensor '{}' required by {}", o.from, v.name, config_path);
@@ -258,6 +286,7 @@ ConvertResult Import(const ConvertOptions& o) {
     hf.ReadF32Into(v.name, params.data() + v.offset, v.numel);
     RequireFiniteTensor(params.data() + v.offset, static_cast<size_t>(v.numel), hf.FileOf(v.name),
                         v.name);
+    progress.Read(4 * (v.offset + v.numel), o.from);
   }
   for (const TensorInfo* t : hf.tensors())
     Require(layout.Find(t->name) != nullptr, "{}: unexpected tensor '{}' (not part of the model "
@@ -278,7 +307,9 @@ ConvertResult Import(const ConvertOptions& o) {
     c.adam_step = optim->step;
     c.state = optim->state;
   }
+  progress.Written(0, o.to);
   WriteCheckpointDir(fs::absolute(o.to).lexically_normal().string(), c);
+  progress.Finish(o.to);
   ConvertResult r;
   r.direction = ConvertDirection::kHfToCheckpoint;
   r.source = o.from;

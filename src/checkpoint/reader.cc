@@ -180,7 +180,9 @@ bool Checkpoint::has_optimizer() const {
 
 namespace {
 void LoadF32Impl(const std::string& path, const ParamLayout& layout, const std::string& prefix,
-                 float* dst, size_t dst_floats, const std::unordered_set<std::string>& extra) {
+                 float* dst, size_t dst_floats, const std::unordered_set<std::string>& extra,
+                 const Checkpoint::ReadProgressFn& progress = {}) {
+  size_t read = 0;
   SafetensorsFile f = SafetensorsFile::Open(path);
   Require(dst_floats >= layout.total_floats(), "{}: destination buffer has {} floats, needs {}",
           path, dst_floats, layout.total_floats());
@@ -197,6 +199,8 @@ void LoadF32Impl(const std::string& path, const ParamLayout& layout, const std::
             ShapeString(t->shape), ShapeString(v.shape));
     f.ReadF32Into(name, dst + v.offset, v.numel);
     RequireFiniteTensor(dst + v.offset, v.numel, path, name);
+    read += v.numel;
+    if (progress) progress(read);
   }
   for (const TensorInfo& t : f.tensors())
     Require(expected.count(t.name) > 0,
@@ -209,15 +213,17 @@ void LoadF32ByName(const std::string& path, const ParamLayout& layout, const std
   LoadF32Impl(path, layout, prefix, dst, dst_floats, {});
 }
 
-void Checkpoint::LoadParams(const ParamLayout& layout, FlatBuffer& params) const {
+void Checkpoint::LoadParams(const ParamLayout& layout, FlatBuffer& params,
+                            const ReadProgressFn& progress) const {
   if (sharded_) {
     Require(params.size() >= layout.total_floats(),
             "{}: destination buffer has {} floats, needs {}", dir_, params.size(),
             layout.total_floats());
-    ReadRange(ShardField::kParams, layout, 0, layout.total_floats(), params.data());
+    ReadRange(ShardField::kParams, layout, 0, layout.total_floats(), params.data(), progress);
     return;
   }
-  LoadF32ByName((fs::path(dir_) / kModelFile).string(), layout, "", params.data(), params.size());
+  LoadF32Impl((fs::path(dir_) / kModelFile).string(), layout, "", params.data(), params.size(), {},
+              progress);
 }
 
 int64_t Checkpoint::LoadOptimizer(const ParamLayout& layout, FlatBuffer& adam_m,
@@ -270,12 +276,12 @@ std::string TensorAt(const ParamLayout& layout, size_t at) {
 }  // namespace
 
 void Checkpoint::ReadRange(ShardField field, const ParamLayout& layout, size_t begin, size_t end,
-                           float* dst) const {
+                           float* dst, const ReadProgressFn& progress) const {
   Require(begin <= end && end <= layout.total_floats(),
           "{}: float range [{}, {}) is outside the layout's {} floats", dir_, begin, end,
           layout.total_floats());
   if (!sharded_) {
-    ReadRangeV1(field, layout, begin, end, dst);
+    ReadRangeV1(field, layout, begin, end, dst, progress);
     return;
   }
   const std::string manifest_path = (fs::path(dir_) / kManifestFile).string();
@@ -309,11 +315,12 @@ void Checkpoint::ReadRange(ShardField field, const ParamLayout& layout, size_t b
     if (auto bad = FirstNonFinite(out, e - b))
       Fail("{}: tensor '{}' holds {} at float {} of the layout (in '{}')", path, tensor,
            out[*bad], b + *bad, TensorAt(layout, b + *bad));
+    if (progress) progress(e - begin);
   }
 }
 
 void Checkpoint::ReadRangeV1(ShardField field, const ParamLayout& layout, size_t begin,
-                             size_t end, float* dst) const {
+                             size_t end, float* dst, const ReadProgressFn& progress) const {
   const bool params = field == ShardField::kParams;
   const std::string path = (fs::path(dir_) / (params ? kModelFile : kOptimFile)).string();
   Require(params || has_optimizer(),
@@ -335,6 +342,7 @@ void Checkpoint::ReadRangeV1(ShardField field, const ParamLayout& layout, size_t
     float* out = dst + (b - begin);
     std::memcpy(out, t->data + (b - v.offset) * sizeof(float), (e - b) * sizeof(float));
     RequireFiniteTensor(out, e - b, path, name);
+    if (progress) progress(e - begin);
   }
 }
 

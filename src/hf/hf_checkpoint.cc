@@ -169,7 +169,8 @@ void HfCheckpointWriter::SetMetadata(const std::string& key, const std::string& 
   metadata_[key] = value;
 }
 
-std::vector<std::string> HfCheckpointWriter::Write(const std::string& dir) const {
+std::vector<std::string> HfCheckpointWriter::Write(
+    const std::string& dir, const std::function<void(uint64_t bytes)>& progress) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   Require(!ec, "{}: cannot create directory: {}", dir, ec.message());
@@ -187,6 +188,7 @@ std::vector<std::string> HfCheckpointWriter::Write(const std::string& dir) const
   }
   if (shards.empty()) shards.emplace_back();  // an empty model still gets a (valid) file
 
+  uint64_t bytes_written = 0;
   auto write_shard = [&](const std::vector<size_t>& members, const std::string& file) {
     SafetensorsWriter w;
     for (const auto& [k, v] : metadata_) w.SetMetadata(k, v);
@@ -198,6 +200,8 @@ std::vector<std::string> HfCheckpointWriter::Write(const std::string& dir) const
         w.Add(it.name, it.dtype, it.shape, it.data, it.nbytes);
     }
     w.Write(Join(dir, file));
+    for (size_t i : members) bytes_written += items_[i].nbytes;
+    if (progress) progress(bytes_written);
   };
 
   const std::string single = Join(dir, HfCheckpoint::kSingleFile);

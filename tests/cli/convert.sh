@@ -128,5 +128,20 @@ done
 check "no convert through a link wrote into RUN/checkpoints: $(ls "$tmp/run2/checkpoints")" \
   '[ -z "$(ls -A "$tmp/run2/checkpoints")" ]'
 
+# Progress on stderr (as eval's): megabytes read, then written, ending at 100% with the output
+# named; --no-progress prints nothing. Import, and a sharded bf16 export.
+"$BIN" convert --from "$FIX" --to "$tmp/prog-ck" > /dev/null 2> "$tmp/err"
+check "import prints progress: $(cat "$tmp/err")" \
+  'grep -q "^convert: 0% (.* MB), .*; reading $FIX$" "$tmp/err" &&
+   grep -q "^convert: 100% (\([0-9]*\) of \1 MB), .*; wrote $tmp/prog-ck$" "$tmp/err"'
+"$BIN" convert --from "$tmp/prog-ck" --to "$tmp/prog-hf" --dtype bf16 --max-shard-size 600000 \
+  > /dev/null 2> "$tmp/err"
+check "export prints progress: $(cat "$tmp/err")" \
+  'grep -q "; reading $tmp/prog-ck$" "$tmp/err" &&
+   grep -q "^convert: 100% (\([0-9]*\) of \1 MB), .*; wrote $tmp/prog-hf$" "$tmp/err"'
+rm -rf "$tmp/prog-hf"
+"$BIN" convert --from "$tmp/prog-ck" --to "$tmp/prog-hf" --no-progress > /dev/null 2> "$tmp/err"
+check "--no-progress prints nothing: $(cat "$tmp/err")" '[ ! -s "$tmp/err" ]'
+
 [ $fail -eq 0 ] && echo "convert.sh: all checks passed"
 exit $fail
