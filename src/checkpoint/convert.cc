@@ -222,6 +222,16 @@ ConvertResult Export(const ConvertOptions& o) {
     });
   });
   const ParamLayout layout = config.BuildLayout();
+  // bf16 ends at 3.3895e38: a larger fp32 weight would be stored as ±Inf, which readers refuse.
+  if (o.dtype == DType::kBF16) {
+    for (const ParamView& v : layout.views()) {
+      const float* p = params.data() + v.offset;
+      if (const auto bad = FirstBf16Overflow(p, v.numel))
+        Fail("--dtype bf16: {}: tensor '{}' holds {:g} at element {} (of {}), beyond bf16's range "
+             "(largest finite 3.3895e+38): it would be stored as {}inf. Export with --dtype f32",
+             info.dir, v.name, p[*bad], *bad, v.numel, p[*bad] < 0 ? "-" : "");
+    }
+  }
 
   // The tokenizer is resolved and checked before anything is written.
   std::string tokenizer = o.tokenizer;

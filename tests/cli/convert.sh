@@ -103,6 +103,51 @@ PY
   check "import of $bad weights writes no checkpoint" '[ ! -e "$tmp/ckpt-$bad/DONE" ]'
 done
 
+# bf16 weights holding NaN or Inf (a sharded bf16 export with one element overwritten) are refused
+# by import the same way, and no checkpoint is written.
+for bad in nan inf; do
+  cp -r "$tmp/hfbf" "$tmp/hfbf-$bad"
+  file=$(jq -r '.weight_map["model.layers.1.mlp.down_proj.weight"]' "$tmp/hfbf-$bad/model.safetensors.index.json")
+  python3 - "$tmp/hfbf-$bad/$file" "$bad" <<'PY'
+import json, struct, sys
+path, bad = sys.argv[1], sys.argv[2]
+data = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+t = json.loads(data[8:8 + n])["model.layers.1.mlp.down_proj.weight"]
+assert t["dtype"] == "BF16", t["dtype"]
+at = 8 + n + t["data_offsets"][0] + 2 * 5
+data[at:at + 2] = struct.pack("<H", 0x7fc0 if bad == "nan" else 0x7f80)
+open(path, "wb").write(data)
+PY
+  "$BIN" convert --from "$tmp/hfbf-$bad" --to "$tmp/ckbf-$bad" > /dev/null 2> "$tmp/err"; rc=$?
+  check "import of bf16 $bad weights exits 2 naming the tensor (got $rc): $(cat "$tmp/err")" \
+    '[ $rc -eq 2 ] && grep -q "model.layers.1.mlp.down_proj.weight.* holds $bad at element 5" "$tmp/err"'
+  check "import of bf16 $bad weights writes no checkpoint" '[ ! -e "$tmp/ckbf-$bad" ]'
+done
+
+# A finite fp32 weight beyond bf16's range (3.4e38 > 3.3895e38) would be exported to bf16 as Inf,
+# which every reader refuses: the bf16 export is refused naming it, nothing written; f32 is exact.
+cp -r "$FIX" "$tmp/hf-big"
+python3 - "$tmp/hf-big/model.safetensors" <<'PY'
+import json, struct, sys
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+t = json.loads(data[8:8 + n])["model.layers.1.mlp.down_proj.weight"]
+at = 8 + n + t["data_offsets"][0] + 4 * 5
+data[at:at + 4] = struct.pack("<f", -3.4e38)
+open(path, "wb").write(data)
+PY
+"$BIN" convert --from "$tmp/hf-big" --to "$tmp/ck-big" > /dev/null 2> "$tmp/err"
+check "import of a finite -3.4e38 weight succeeds: $(cat "$tmp/err")" '[ -f "$tmp/ck-big/DONE" ]'
+"$BIN" convert --from "$tmp/ck-big" --to "$tmp/hf-big-bf16" --dtype bf16 > /dev/null 2> "$tmp/err"; rc=$?
+check "bf16 export of -3.4e38 exits 2 naming tensor, element and range (got $rc): $(cat "$tmp/err")" \
+  '[ $rc -eq 2 ] && grep -q "tensor .model.layers.1.mlp.down_proj.weight. holds -3.4e+38 at element 5 .*beyond bf16.s range.*-inf" "$tmp/err"'
+check "bf16 export of -3.4e38 writes nothing" '[ ! -e "$tmp/hf-big-bf16" ]'
+"$BIN" convert --from "$tmp/ck-big" --to "$tmp/hf-big-f32" > /dev/null 2> "$tmp/err"; rc=$?
+check "f32 export of -3.4e38 exits 0 and is exact (got $rc)" \
+  '[ $rc -eq 0 ] && cmp -s "$tmp/hf-big/model.safetensors" "$tmp/hf-big-f32/model.safetensors"'
+
 # --to inside a run's checkpoints/ folder is refused (the run would resume from it or prune it).
 mkdir -p "$tmp/run/checkpoints"
 "$BIN" convert --from "$FIX" --to "$tmp/run/checkpoints/step-00000005" > /dev/null 2> "$tmp/err"; rc=$?
