@@ -8,6 +8,7 @@
 #include <set>
 #include <system_error>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "tensor/flat_buffer.h"
@@ -59,12 +60,7 @@ HfCheckpoint HfCheckpoint::Open(const std::string& path) {
       Require(fs::exists(index_path, ec), "{}: no {} or {} in this directory", path, kSingleFile,
               kIndexFile);
       ck.sharded_ = true;
-      json index;
-      try {
-        index = json::parse(ReadFile(index_path));
-      } catch (const json::exception& e) {
-        Fail("{}: not valid JSON: {}", index_path, e.what());
-      }
+      const json index = ParseJson(ReadFile(index_path), index_path);
       Require(index.is_object(), "{}: must be a JSON object, got {}", index_path, index.type_name());
       auto wm = index.find("weight_map");
       Require(wm != index.end(), "{}: missing 'weight_map'", index_path);

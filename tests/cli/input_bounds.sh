@@ -94,8 +94,13 @@ for p in fp32 float32 bfloat16; do
   "$BIN" convert --from "$tmp/ck-$p" --to "$tmp/hf-$p" --dtype $p > /dev/null 2> "$tmp/err"
   check "convert --dtype $p: $(cat "$tmp/err")" "[ $? -eq 0 ]"
 done
-refused "--precision fp16" "--precision" \
+spellings="expected fp32 (or f32, float32) or bf16 (or bfloat16), got 'fp16'"
+refused "eval --precision fp16" "--precision: $spellings" \
   "$BIN" eval --model "$MODEL" --tokenizer bytes --eval "$tmp/held.jsonl" --precision fp16
+refused "parity --precision fp16" "--precision: $spellings" \
+  "$BIN" parity --model "$MODEL" --against "$MODEL" --precision fp16
+refused "compute.precision fp16" "config key 'compute.precision': $spellings" \
+  "$BIN" plan "$ROOT/configs/demo.yaml" --set compute.precision=fp16
 refused "convert --dtype fp16" "--dtype: expected fp32 (or f32, float32) or bf16 (or bfloat16), got 'fp16'" \
   "$BIN" convert --from "$tmp/ck-fp32" --to "$tmp/hf-fp16" --dtype fp16
 cli_finish
