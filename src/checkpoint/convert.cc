@@ -1,6 +1,7 @@
 #include "checkpoint/convert.h"
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <regex>
 
@@ -9,6 +10,8 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/finite.h"
+#include "core/progress.h"
+#include "core/resolved_path.h"
 #include "io/safetensors.h"
 #include "tokenizer/tokenizer_dolma2.h"
 #include "tokenizer/tokenizer_hf_export.h"
@@ -149,15 +152,36 @@ void RequireWritableDestination(const std::string& to, bool (*own_file)(const st
 }
 
 // A run's checkpoints/ folder belongs to its trainer: a directory converted into it would be taken
-// for the run's own checkpoint on resume, or pruned by the next save.
+// for the run's own checkpoint on resume, or pruned by the next save. Both the path as written and
+// where it leads (symbolic links followed: a link to the folder, or to a step directory not
+// written yet) are checked; a link placed inside the folder is taken for a checkpoint as well.
 void RequireOutsideRunCheckpoints(const std::string& to) {
-  const fs::path dir = fs::absolute(to).lexically_normal();
-  const fs::path parent = (dir.has_filename() ? dir : dir.parent_path()).parent_path();
-  Require(parent.filename() != kCheckpointsSubdir,
-          "--to {}: inside a run's checkpoint folder {}; the run's next `replica train` would "
-          "resume from it or delete it. Convert elsewhere and point init.from_checkpoint at it",
-          to, parent.string());
+  for (const fs::path& dir : {ResolvedPath(to), fs::absolute(to).lexically_normal()}) {
+    const fs::path parent = (dir.has_filename() ? dir : dir.parent_path()).parent_path();
+    Require(parent.filename() != kCheckpointsSubdir,
+            "--to {}: inside a run's checkpoint folder {}; the run's next `replica train` would "
+            "resume from it or delete it. Convert elsewhere and point init.from_checkpoint at it",
+            to, parent.string());
+  }
 }
+
+// Progress of a convert in megabytes: what it reads (fp32 floats) and then writes.
+class ConvertProgress {
+ public:
+  ConvertProgress(bool enabled, uint64_t read_bytes, uint64_t write_bytes)
+      : read_(read_bytes),
+        meter_("convert", "MB", Mb(read_bytes + write_bytes), enabled) {}
+  void Read(uint64_t bytes, const std::string& from) { meter_.Update(Mb(bytes), "reading " + from); }
+  void Written(uint64_t bytes, const std::string& to) {
+    meter_.Update(Mb(read_ + bytes), "writing " + to);
+  }
+  void Finish(const std::string& to) { meter_.Finish("wrote " + to); }
+
+ private:
+  static int64_t Mb(uint64_t bytes) { return static_cast<int64_t>((bytes + 500000) / 1000000); }
+  uint64_t read_;
+  ProgressMeter meter_;
+};
 
 void RequireDistinct(const std::string& from, const std::string& to) {
   std::error_code ec;
@@ -169,20 +193,45 @@ void RequireDistinct(const std::string& from, const std::string& to) {
 ConvertResult Export(const ConvertOptions& o) {
   Require(o.dtype == DType::kF32 || o.dtype == DType::kBF16,
           "--dtype: export writes f32 or bf16, not {}", DTypeName(o.dtype));
-  const CheckpointInfo info = ResolveCheckpoint(o.from);
-  RequireDistinct(info.dir, o.to);
   std::error_code ec;
   Require(!IsCheckpointOrRunDir(o.to), "--to: {} is a checkpoint or run directory; refusing to "
                                       "write a Hugging Face directory into it", o.to);
-  RequireWritableDestination(o.to, IsExportFile, "a Hugging Face directory");
-  Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
-  const std::string config_path = (fs::path(info.dir) / kConfigFile).string();
-  Require(!ckpt.model_config().is_null(),
-          "{}: missing: the checkpoint carries no model config to export", config_path);
-  const ModelConfig config = ModelConfig::FromHfJson(ckpt.model_config(), config_path);
+  RequireOutsideRunCheckpoints(o.to);
+  // Everything is read before anything is written; a run directory's newest checkpoint may be
+  // pruned meanwhile, then the newest is read again.
+  CheckpointInfo info;
+  ModelConfig config;
+  FlatBuffer params;
+  std::unique_ptr<ConvertProgress> progress;
+  ReadNewestCheckpoint(o.from, [&](const CheckpointInfo& found) {
+    info = found;
+    RequireDistinct(info.dir, o.to);
+    RequireWritableDestination(o.to, IsExportFile, "a Hugging Face directory");
+    Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
+    const std::string config_path = (fs::path(info.dir) / kConfigFile).string();
+    Require(!ckpt.model_config().is_null(),
+            "{}: missing: the checkpoint carries no model config to export", config_path);
+    config = ModelConfig::FromHfJson(ckpt.model_config(), config_path);
+    const ParamLayout read_layout = config.BuildLayout();
+    params = FlatBuffer(read_layout.total_floats());
+    progress = std::make_unique<ConvertProgress>(
+        o.progress, 4 * read_layout.total_floats(),
+        read_layout.num_elements() * (o.dtype == DType::kBF16 ? 2 : 4));
+    ckpt.LoadParams(read_layout, params, [&](size_t floats) {  // name, shape and dtype checks
+      progress->Read(4 * floats, info.dir);
+    });
+  });
   const ParamLayout layout = config.BuildLayout();
-  FlatBuffer params(layout.total_floats());
-  ckpt.LoadParams(layout, params);  // name, shape and dtype checks
+  // bf16 ends at 3.3895e38: a larger fp32 weight would be stored as ±Inf, which readers refuse.
+  if (o.dtype == DType::kBF16) {
+    for (const ParamView& v : layout.views()) {
+      const float* p = params.data() + v.offset;
+      if (const auto bad = FirstBf16Overflow(p, v.numel))
+        Fail("--dtype bf16: {}: tensor '{}' holds {:g} at element {} (of {}), beyond bf16's range "
+             "(largest finite 3.3895e+38): it would be stored as {}inf. Export with --dtype f32",
+             info.dir, v.name, p[*bad], *bad, v.numel, p[*bad] < 0 ? "-" : "");
+    }
+  }
 
   // The tokenizer is resolved and checked before anything is written.
   std::string tokenizer = o.tokenizer;
@@ -205,7 +254,7 @@ ConvertResult Export(const ConvertOptions& o) {
   r.parameters = static_cast<int64_t>(layout.num_elements());
   fs::create_directories(o.to, ec);
   Require(!ec, "{}: cannot create directory: {}", o.to, ec.message());
-  r.files = writer.Write(o.to);
+  r.files = writer.Write(o.to, [&](uint64_t bytes) { progress->Written(bytes, o.to); });
   nlohmann::json hf = config.ToHfDirectoryJson();
   hf["torch_dtype"] = o.dtype == DType::kBF16 ? "bfloat16" : "float32";
   WriteFileAtomic((fs::path(o.to) / kConfigFile).string(), hf.dump(2) + "\n");
@@ -220,6 +269,7 @@ ConvertResult Export(const ConvertOptions& o) {
     const int64_t max_len = config.max_position_embeddings > 0 ? config.max_position_embeddings : 8192;
     for (const std::string& f : WriteHfTokenizerFiles(*tok, o.to, max_len)) r.files.push_back(f);
   }
+  progress->Finish(o.to);
   return r;
 }
 
@@ -237,6 +287,7 @@ ConvertResult Import(const ConvertOptions& o) {
   const ParamLayout layout = config.BuildLayout();
   HfCheckpoint hf = HfCheckpoint::Open(o.from);
   FlatBuffer params(layout.total_floats());
+  ConvertProgress progress(o.progress, 4 * layout.total_floats(), 4 * layout.total_floats());
   for (const ParamView& v : layout.views()) {
     const TensorInfo* t = hf.Find(v.name);
     Require(t != nullptr, "{}: missing tensor '{}' required by {}", o.from, v.name, config_path);
@@ -245,6 +296,7 @@ ConvertResult Import(const ConvertOptions& o) {
     hf.ReadF32Into(v.name, params.data() + v.offset, v.numel);
     RequireFiniteTensor(params.data() + v.offset, static_cast<size_t>(v.numel), hf.FileOf(v.name),
                         v.name);
+    progress.Read(4 * (v.offset + v.numel), o.from);
   }
   for (const TensorInfo* t : hf.tensors())
     Require(layout.Find(t->name) != nullptr, "{}: unexpected tensor '{}' (not part of the model "
@@ -265,7 +317,9 @@ ConvertResult Import(const ConvertOptions& o) {
     c.adam_step = optim->step;
     c.state = optim->state;
   }
+  progress.Written(0, o.to);
   WriteCheckpointDir(fs::absolute(o.to).lexically_normal().string(), c);
+  progress.Finish(o.to);
   ConvertResult r;
   r.direction = ConvertDirection::kHfToCheckpoint;
   r.source = o.from;

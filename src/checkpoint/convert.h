@@ -36,6 +36,8 @@ struct ConvertOptions {
   // export: "auto" (dolma2 when the model's vocabulary holds dolma2's 100278 ids, else none),
   // "dolma2", "none", or a tokenizer.json path (rank-based byte-level BPE only).
   std::string tokenizer = "auto";
+  // A progress line on stderr (core/progress.h): megabytes read, then written, with an ETA.
+  bool progress = false;
 };
 
 struct ConvertResult {

@@ -80,6 +80,67 @@ CheckpointInfo ResolveCheckpoint(const std::string& path) {
        kManifestFile, kCheckpointsSubdir);
 }
 
+namespace {
+
+bool IsRunDirectory(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  return !fs::exists(p / kManifestFile, ec) && !fs::exists(p / kDoneFile, ec) &&
+         fs::is_directory(p / kCheckpointsSubdir, ec);
+}
+
+// Whether `info`, chosen in run directory `run_dir`, has stopped being its newest complete
+// checkpoint: removed, its DONE gone, or a newer one complete (a writer prunes only after that).
+bool Superseded(const std::string& run_dir, const CheckpointInfo& info) {
+  std::error_code ec;
+  if (!fs::is_directory(info.dir, ec) || !HasDone(info.dir)) return true;
+  for (const CheckpointDir& d : ListCheckpointDirs((fs::path(run_dir) / kCheckpointsSubdir).string()))
+    if (d.step > info.step && HasDone(d.path)) return true;
+  return false;
+}
+
+}  // namespace
+
+void ReadNewestCheckpoint(const std::string& path,
+                          const std::function<void(const CheckpointInfo&)>& read) {
+  const bool run = IsRunDirectory(path);
+  for (int attempt = 1;; ++attempt) {
+    const CheckpointInfo info = ResolveCheckpoint(path);
+    try {
+      read(info);
+      return;
+    } catch (const Error& e) {
+      if (!run || !Superseded(path, info)) throw;
+      if (attempt >= kCheckpointReadAttempts)
+        Fail("{}: the newest checkpoint was replaced while it was read, {} times in a row (a "
+             "writer saving every step with checkpoint.keep 1?); last: {}",
+             path, attempt, e.what());
+      REPLICA_LOG_INFO("{}: removed or replaced by a newer checkpoint while it was read; reading "
+                       "the newest again", info.dir);
+    }
+  }
+}
+
+void LoadNewestParams(const std::string& path, Checkpoint& ckpt, const ParamLayout& layout,
+                      FlatBuffer& params) {
+  try {
+    ckpt.LoadParams(layout, params);
+    return;
+  } catch (const Error&) {
+    if (!IsRunDirectory(path) || !Superseded(path, CheckpointInfo{ckpt.dir(), ckpt.step()})) throw;
+  }
+  REPLICA_LOG_INFO("{}: removed or replaced by a newer checkpoint while it was read; reading the "
+                   "newest again", ckpt.dir());
+  ReadNewestCheckpoint(path, [&](const CheckpointInfo& info) {
+    Checkpoint again = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
+    Require(again.model_config() == ckpt.model_config(),
+            "{}: a newer checkpoint {} replaced {} while it was read, and its {} differs", path,
+            info.dir, ckpt.dir(), kConfigFile);
+    again.LoadParams(layout, params);
+    ckpt = std::move(again);
+  });
+}
+
 Checkpoint Checkpoint::Open(const std::string& dir, bool verify) {
   Checkpoint c;
   c.dir_ = dir;
@@ -119,7 +180,9 @@ bool Checkpoint::has_optimizer() const {
 
 namespace {
 void LoadF32Impl(const std::string& path, const ParamLayout& layout, const std::string& prefix,
-                 float* dst, size_t dst_floats, const std::unordered_set<std::string>& extra) {
+                 float* dst, size_t dst_floats, const std::unordered_set<std::string>& extra,
+                 const Checkpoint::ReadProgressFn& progress = {}) {
+  size_t read = 0;
   SafetensorsFile f = SafetensorsFile::Open(path);
   Require(dst_floats >= layout.total_floats(), "{}: destination buffer has {} floats, needs {}",
           path, dst_floats, layout.total_floats());
@@ -136,6 +199,8 @@ void LoadF32Impl(const std::string& path, const ParamLayout& layout, const std::
             ShapeString(t->shape), ShapeString(v.shape));
     f.ReadF32Into(name, dst + v.offset, v.numel);
     RequireFiniteTensor(dst + v.offset, v.numel, path, name);
+    read += v.numel;
+    if (progress) progress(read);
   }
   for (const TensorInfo& t : f.tensors())
     Require(expected.count(t.name) > 0,
@@ -148,15 +213,17 @@ void LoadF32ByName(const std::string& path, const ParamLayout& layout, const std
   LoadF32Impl(path, layout, prefix, dst, dst_floats, {});
 }
 
-void Checkpoint::LoadParams(const ParamLayout& layout, FlatBuffer& params) const {
+void Checkpoint::LoadParams(const ParamLayout& layout, FlatBuffer& params,
+                            const ReadProgressFn& progress) const {
   if (sharded_) {
     Require(params.size() >= layout.total_floats(),
             "{}: destination buffer has {} floats, needs {}", dir_, params.size(),
             layout.total_floats());
-    ReadRange(ShardField::kParams, layout, 0, layout.total_floats(), params.data());
+    ReadRange(ShardField::kParams, layout, 0, layout.total_floats(), params.data(), progress);
     return;
   }
-  LoadF32ByName((fs::path(dir_) / kModelFile).string(), layout, "", params.data(), params.size());
+  LoadF32Impl((fs::path(dir_) / kModelFile).string(), layout, "", params.data(), params.size(), {},
+              progress);
 }
 
 int64_t Checkpoint::LoadOptimizer(const ParamLayout& layout, FlatBuffer& adam_m,
@@ -209,12 +276,12 @@ std::string TensorAt(const ParamLayout& layout, size_t at) {
 }  // namespace
 
 void Checkpoint::ReadRange(ShardField field, const ParamLayout& layout, size_t begin, size_t end,
-                           float* dst) const {
+                           float* dst, const ReadProgressFn& progress) const {
   Require(begin <= end && end <= layout.total_floats(),
           "{}: float range [{}, {}) is outside the layout's {} floats", dir_, begin, end,
           layout.total_floats());
   if (!sharded_) {
-    ReadRangeV1(field, layout, begin, end, dst);
+    ReadRangeV1(field, layout, begin, end, dst, progress);
     return;
   }
   const std::string manifest_path = (fs::path(dir_) / kManifestFile).string();
@@ -248,11 +315,12 @@ void Checkpoint::ReadRange(ShardField field, const ParamLayout& layout, size_t b
     if (auto bad = FirstNonFinite(out, e - b))
       Fail("{}: tensor '{}' holds {} at float {} of the layout (in '{}')", path, tensor,
            out[*bad], b + *bad, TensorAt(layout, b + *bad));
+    if (progress) progress(e - begin);
   }
 }
 
 void Checkpoint::ReadRangeV1(ShardField field, const ParamLayout& layout, size_t begin,
-                             size_t end, float* dst) const {
+                             size_t end, float* dst, const ReadProgressFn& progress) const {
   const bool params = field == ShardField::kParams;
   const std::string path = (fs::path(dir_) / (params ? kModelFile : kOptimFile)).string();
   Require(params || has_optimizer(),
@@ -274,6 +342,7 @@ void Checkpoint::ReadRangeV1(ShardField field, const ParamLayout& layout, size_t
     float* out = dst + (b - begin);
     std::memcpy(out, t->data + (b - v.offset) * sizeof(float), (e - b) * sizeof(float));
     RequireFiniteTensor(out, e - b, path, name);
+    if (progress) progress(e - begin);
   }
 }
 

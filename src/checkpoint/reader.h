@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -46,6 +47,23 @@ std::optional<CheckpointInfo> FindLatestValid(const std::string& run_dir, bool w
 // (holds checkpoints/: its newest valid checkpoint). Error otherwise or when nothing valid exists.
 CheckpointInfo ResolveCheckpoint(const std::string& path);
 
+// Runs `read` on the checkpoint `path` names (ResolveCheckpoint). A run directory's newest
+// checkpoint can be pruned by a writer (checkpoint.keep) while `read` is still reading it: when
+// `read` throws an Error and its checkpoint has since been removed, lost its DONE marker or been
+// superseded by a newer complete one, the newest complete checkpoint is searched again and `read`
+// called on it, at most kCheckpointReadAttempts times in all. An Error about a checkpoint that is
+// still the newest, or about a checkpoint directory named directly, is thrown unchanged. `read`
+// must leave nothing behind that a second call would not replace.
+constexpr int kCheckpointReadAttempts = 8;
+void ReadNewestCheckpoint(const std::string& path,
+                          const std::function<void(const CheckpointInfo&)>& read);
+
+class Checkpoint;
+// `ckpt.LoadParams(layout, params)` for a checkpoint found through `path` (ReadNewestCheckpoint's
+// retry, for a caller that opened it earlier): a replacement must carry the same model config.
+void LoadNewestParams(const std::string& path, Checkpoint& ckpt, const ParamLayout& layout,
+                      FlatBuffer& params);
+
 class Checkpoint {
  public:
   // verify = true runs VerifyCheckpoint first (Error when incomplete or corrupt).
@@ -62,21 +80,24 @@ class Checkpoint {
   // Version 2: the shards' manifest (the world size that wrote it, ranges, files).
   const std::optional<ShardedManifest>& sharded() const { return sharded_; }
 
+  // Called after each shard (version 2) or tensor (version 1) with the floats read so far.
+  using ReadProgressFn = std::function<void(size_t floats_read)>;
   // Fills params (size >= layout.total_floats()) from model.safetensors or every shard.
-  void LoadParams(const ParamLayout& layout, FlatBuffer& params) const;
+  void LoadParams(const ParamLayout& layout, FlatBuffer& params,
+                  const ReadProgressFn& progress = {}) const;
   // Fills m and v from optim.safetensors or every shard; returns the optimizer's step count.
   int64_t LoadOptimizer(const ParamLayout& layout, FlatBuffer& adam_m, FlatBuffer& adam_v) const;
   // Floats [begin, end) of `field` into dst[0, end - begin), alignment padding as zeros. Error
   // naming the file when the checkpoint is of another layout, a shard's file disagrees with the
   // manifest (range, tensor size, dtype) or holds NaN/Inf in the range.
   void ReadRange(ShardField field, const ParamLayout& layout, size_t begin, size_t end,
-                 float* dst) const;
+                 float* dst, const ReadProgressFn& progress = {}) const;
   // The optimizer's step count t (Error when the checkpoint has no optimizer state).
   int64_t adam_step() const;
 
  private:
   void ReadRangeV1(ShardField field, const ParamLayout& layout, size_t begin, size_t end,
-                   float* dst) const;
+                   float* dst, const ReadProgressFn& progress) const;
   std::string dir_;
   int64_t step_ = 0;
   int version_ = 1;

@@ -17,7 +17,7 @@ namespace {
 struct ConvertArgs {
   std::string from, to, dtype = "f32", tokenizer = "auto";
   uint64_t max_shard = 5000ull * 1000 * 1000;
-  bool json = false;
+  bool json = false, no_progress = false;
 };
 
 replica::cli::CommandRegistration reg(
@@ -49,6 +49,8 @@ replica::cli::CommandRegistration reg(
                      "vocabulary holds its ids), dolma2, none, or a tokenizer.json path")
           ->capture_default_str();
       app.add_flag("--json", args->json, "print the summary as JSON on stdout");
+      app.add_flag("--no-progress", args->no_progress,
+                   "no progress line on stderr (megabytes read and written, ETA)");
       return [args] {
         replica::ConvertOptions o;
         o.from = args->from;
@@ -56,6 +58,7 @@ replica::cli::CommandRegistration reg(
         o.dtype = args->dtype == "bf16" ? replica::DType::kBF16 : replica::DType::kF32;
         o.max_shard_bytes = args->max_shard;
         o.tokenizer = args->tokenizer;
+        o.progress = !args->no_progress;
         replica::ConvertResult r = replica::Convert(o);
         const bool to_hf = r.direction == replica::ConvertDirection::kCheckpointToHf;
         if (args->json) {

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/plural.h"
+#include "core/progress.h"
 #include "core/threads.h"
 #include "eval/decon.h"
 #include "eval/eval_set.h"
@@ -27,7 +28,7 @@ struct DeconArgs {
   int64_t threshold = 0;
   int threads = 0;
   size_t max_hits = 100;
-  bool json = false;
+  bool json = false, no_progress = false;
 };
 
 int RunDecon(const DeconArgs& a) {
@@ -43,7 +44,16 @@ int RunDecon(const DeconArgs& a) {
   std::vector<eval::EvalSet> sets;
   for (const std::string& p : a.eval) sets.push_back(eval::LoadEvalSet(p));
   eval::NgramIndex index = eval::BuildDeconIndex(sets, *encoder, opt);
-  eval::DeconReport report = eval::ScanTokenFiles(index, a.train, a.dtype == "uint16" ? 2 : 4);
+  std::unique_ptr<ProgressMeter> meter;
+  eval::DeconReport report = eval::ScanTokenFiles(
+      index, a.train, a.dtype == "uint16" ? 2 : 4,
+      [&](uint64_t done, uint64_t total, const std::string& file) {
+        if (!meter)
+          meter = std::make_unique<ProgressMeter>("decon", "tokens", static_cast<int64_t>(total),
+                                                  !a.no_progress);
+        meter->Update(static_cast<int64_t>(done), file);
+      });
+  if (meter) meter->Finish();
   nlohmann::json j = report.ToJson(index, opt, a.max_hits);
   j["threshold"] = a.threshold;
   j["tokenizer"] = encoder->name();
@@ -106,6 +116,8 @@ CommandRegistration reg(
           ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       app.add_option("--max-hits", a->max_hits, "hits listed per item in the JSON")->capture_default_str();
       app.add_flag("--json", a->json, "print JSON on stdout");
+      app.add_flag("--no-progress", a->no_progress,
+                   "no progress line on stderr (tokens scanned, ETA)");
       return [a] { return RunDecon(*a); };
     });
 

@@ -17,6 +17,7 @@
 
 #include "cli/command.h"
 #include "cli/validators.h"
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -78,12 +79,7 @@ std::vector<std::string> ReadPrompts(const std::string& path) {
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      Fail("--prompts {}:{}: not valid JSON: {}", path, n, e.what());
-    }
+    const nlohmann::json j = ParseJson(line, fmt::format("--prompts {}:{}", path, n));
     const char* key = j.is_object() && j.contains("prompt") ? "prompt" : "text";
     Require(j.is_object() && j.contains(key) && j[key].is_string(),
             "--prompts {}:{}: expected an object with a string \"prompt\" (or \"text\")", path, n);
@@ -230,8 +226,9 @@ CommandRegistration reg(
                      "(default: the model directory's tokenizer.json, else dolma2)")
           ->each([a](const std::string&) { a->tokenizer_given = true; })
           ->capture_default_str();
-      app.add_option("--max-new-tokens", a->max_new_tokens, "token budget per prompt")
-          ->capture_default_str();
+      app.add_option("--max-new-tokens", a->max_new_tokens, "token budget per prompt, at least 1")
+          ->capture_default_str()
+          ->check(replica::cli::AtLeast(1));
       app.add_option("--temperature", a->sampling.temperature, "0 = greedy")->capture_default_str();
       app.add_option("--top-k", a->sampling.top_k, "sample among the k most likely (0 = all)")
           ->capture_default_str();

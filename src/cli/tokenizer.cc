@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/validators.h"
+#include "core/json_parse.h"
 #include "core/error.h"
 #include "core/plural.h"
 #include "core/threads.h"
@@ -43,12 +44,7 @@ void ForEachJsonLine(const std::string& path, Fn fn) {
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     std::string where = fmt::format("{}:{}", path == "-" ? "<stdin>" : path, n);
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      replica::Fail("{}: malformed JSON line: {}", where, e.what());
-    }
+    const json j = replica::ParseJson(line, where);
     replica::Require(j.is_object(), "{}: expected a JSON object", where);
     try {
       fn(j, where);

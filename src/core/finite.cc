@@ -6,10 +6,15 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/half.h"
 
 namespace replica {
 
-std::optional<size_t> FirstNonFinite(const float* data, size_t n) {
+namespace {
+
+// The first i with bad(data[i]), in blocks over the threads.
+template <typename Bad>
+std::optional<size_t> FirstWhere(const float* data, size_t n, Bad bad) {
   constexpr int64_t kBlock = 1 << 16;
   const int64_t blocks = (static_cast<int64_t>(n) + kBlock - 1) / kBlock;
   int64_t first = std::numeric_limits<int64_t>::max();
@@ -17,7 +22,7 @@ std::optional<size_t> FirstNonFinite(const float* data, size_t n) {
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t end = std::min<int64_t>(static_cast<int64_t>(n), (b + 1) * kBlock);
     for (int64_t i = b * kBlock; i < end; ++i) {
-      if (!std::isfinite(data[i])) {
+      if (bad(data[i])) {
         first = std::min(first, i);
         break;
       }
@@ -25,6 +30,18 @@ std::optional<size_t> FirstNonFinite(const float* data, size_t n) {
   }
   if (first == std::numeric_limits<int64_t>::max()) return std::nullopt;
   return static_cast<size_t>(first);
+}
+
+}  // namespace
+
+std::optional<size_t> FirstNonFinite(const float* data, size_t n) {
+  return FirstWhere(data, n, [](float x) { return !std::isfinite(x); });
+}
+
+std::optional<size_t> FirstBf16Overflow(const float* data, size_t n) {
+  return FirstWhere(data, n, [](float x) {
+    return std::isfinite(x) && !std::isfinite(Bf16ToF32(F32ToBf16(x)));
+  });
 }
 
 void RequireFiniteTensor(const float* data, size_t n, const std::string& where,

@@ -12,6 +12,10 @@ namespace replica {
 // any thread count.
 std::optional<size_t> FirstNonFinite(const float* data, size_t n);
 
+// Index of the first value in data[0, n) that is finite but rounds to ±Inf in bf16 (|x| at or
+// above 0x7f7f8000, 3.3961e38: past bf16's largest finite 3.3895e38 by more than half a step).
+std::optional<size_t> FirstBf16Overflow(const float* data, size_t n);
+
 // Error "<where>: tensor '<tensor>' holds nan at element i (of n) ..." unless all are finite.
 void RequireFiniteTensor(const float* data, size_t n, const std::string& where,
                          const std::string& tensor);

@@ -3,8 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <map>
 
 #include "core/clock.h"
@@ -81,8 +83,14 @@ std::vector<Match> ScanStream(const NgramIndex& index, const uint32_t* tokens, s
 }
 
 DeconReport ScanTokenFiles(const NgramIndex& index, const std::vector<std::string>& files,
-                           int token_bytes) {
+                           int token_bytes, const ScanProgressFn& progress) {
   Require(token_bytes == 2 || token_bytes == 4, "token width must be 2 or 4 bytes (got {})", token_bytes);
+  uint64_t total_tokens = 0;  // for progress only: a missing file is refused when it is opened
+  for (const std::string& f : files) {
+    std::error_code ec;
+    const uintmax_t bytes = std::filesystem::file_size(f, ec);
+    if (!ec) total_tokens += bytes / static_cast<uintmax_t>(token_bytes);
+  }
   DeconReport report;
   report.train_files = files;
   report.threads = omp_get_max_threads();
@@ -105,12 +113,17 @@ DeconReport ScanTokenFiles(const NgramIndex& index, const std::vector<std::strin
     std::vector<std::vector<Match>> found(static_cast<size_t>(chunks));
     std::vector<uint64_t> probes(static_cast<size_t>(chunks), 0);
     std::vector<double> cpu(static_cast<size_t>(chunks), 0.0);
+    std::atomic<uint64_t> scanned{0};
+    if (progress) progress(report.train_tokens, total_tokens, files[f]);
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
       const double c0 = ThreadCpuSeconds();
-      const size_t b = static_cast<size_t>(c) * kChunkTokens;
-      probes[c] = index.Scan(tokens, count, b, std::min(count, b + kChunkTokens), &found[c]);
+      const size_t b = static_cast<size_t>(c) * kChunkTokens, e = std::min(count, b + kChunkTokens);
+      probes[c] = index.Scan(tokens, count, b, e, &found[c]);
       cpu[c] = ThreadCpuSeconds() - c0;
+      const uint64_t done = scanned.fetch_add(e - b) + (e - b);
+      if (progress && omp_get_thread_num() == 0)
+        progress(report.train_tokens + done, total_tokens, files[f]);
     }
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int64_t c = 0; c < chunks; ++c) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,10 +59,16 @@ struct DeconReport {
   int64_t ContaminatedItems(const NgramIndex& index, const DeconOptions& options) const;
 };
 
+// Called from one thread while a scan runs: tokens scanned so far, of `total` (the files' sizes),
+// and the file being scanned.
+using ScanProgressFn =
+    std::function<void(uint64_t done, uint64_t total, const std::string& file)>;
+
 // Scans token files (headerless little-endian uint32, or uint16 when token_bytes == 2) with
 // OpenMP over fixed chunks. Errors name a file that is missing or not a whole number of tokens.
+// `progress`, when given, hears of every chunk the first thread finishes (results do not change).
 DeconReport ScanTokenFiles(const NgramIndex& index, const std::vector<std::string>& files,
-                           int token_bytes = 4);
+                           int token_bytes = 4, const ScanProgressFn& progress = {});
 
 // Scans one in-memory stream (tests, the leak guard, benchmarks); single-threaded.
 std::vector<Match> ScanStream(const NgramIndex& index, const uint32_t* tokens, size_t count,

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 
@@ -41,11 +42,7 @@ std::vector<nlohmann::json> ReadJsonl(const std::string& path_or_dir) {
     const std::string s = text.substr(pos, end - pos);
     pos = end + 1;
     if (s.find_first_not_of(" \t\r") == std::string::npos) continue;
-    try {
-      out.push_back(nlohmann::json::parse(s));
-    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
-      Fail("{}:{}: not valid JSON ({})", path, line, e.what());
-    }
+    out.push_back(ParseJson(s, fmt::format("{}:{}", path, line)));
   }
   return out;
 }

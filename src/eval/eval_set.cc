@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/regular_file.h"
@@ -163,12 +164,7 @@ EvalSet ParseEvalSet(const std::string& text, const std::string& source) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = source + ":" + std::to_string(line_no);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
-      Fail("{}: not valid JSON ({})", where, e.what());
-    }
+    const nlohmann::json j = ParseJson(line, where);
     Require(j.is_object(), "{}: expected a JSON object", where);
     const bool is_mc = j.contains("choices") || j.contains("context");
     const SetKind kind = is_mc ? SetKind::kMultipleChoice : SetKind::kPerplexity;

@@ -77,9 +77,11 @@ ParityReport RunParity(const ParityOptions& o) {
   std::optional<Checkpoint> ckpt;
   if (fs::exists(md / kManifestFile) || fs::exists(md / kDoneFile) ||
       fs::is_directory(md / kCheckpointsSubdir)) {
-    ckpt = Checkpoint::Open(ResolveCheckpoint(o.model_dir).dir, /*verify=*/false);
-    Require(!ckpt->model_config().is_null(), "{}: checkpoint has no {}", ckpt->dir(),
-            kConfigFile);
+    ReadNewestCheckpoint(o.model_dir, [&](const CheckpointInfo& info) {
+      ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // ResolveCheckpoint verified
+      Require(!ckpt->model_config().is_null(), "{}: checkpoint has no {}", ckpt->dir(),
+              kConfigFile);
+    });
   }
   const ModelConfig config =
       ckpt ? ModelConfig::FromHfJson(ckpt->model_config(), ckpt->dir() + "/" + kConfigFile)
@@ -139,7 +141,7 @@ ParityReport RunParity(const ParityOptions& o) {
 
   Olmo3Model model(config, B, T, SelectBackend(o.device, o.precision));
   if (ckpt)
-    ckpt->LoadParams(model.layout(), model.params());
+    LoadNewestParams(o.model_dir, *ckpt, model.layout(), model.params());
   else
     LoadHfWeights(o.model_dir, model.layout(), model.params());
 

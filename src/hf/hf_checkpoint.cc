@@ -8,6 +8,7 @@
 #include <set>
 #include <system_error>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "tensor/flat_buffer.h"
@@ -59,12 +60,7 @@ HfCheckpoint HfCheckpoint::Open(const std::string& path) {
       Require(fs::exists(index_path, ec), "{}: no {} or {} in this directory", path, kSingleFile,
               kIndexFile);
       ck.sharded_ = true;
-      json index;
-      try {
-        index = json::parse(ReadFile(index_path));
-      } catch (const json::exception& e) {
-        Fail("{}: not valid JSON: {}", index_path, e.what());
-      }
+      const json index = ParseJson(ReadFile(index_path), index_path);
       Require(index.is_object(), "{}: must be a JSON object, got {}", index_path, index.type_name());
       auto wm = index.find("weight_map");
       Require(wm != index.end(), "{}: missing 'weight_map'", index_path);
@@ -169,7 +165,8 @@ void HfCheckpointWriter::SetMetadata(const std::string& key, const std::string& 
   metadata_[key] = value;
 }
 
-std::vector<std::string> HfCheckpointWriter::Write(const std::string& dir) const {
+std::vector<std::string> HfCheckpointWriter::Write(
+    const std::string& dir, const std::function<void(uint64_t bytes)>& progress) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   Require(!ec, "{}: cannot create directory: {}", dir, ec.message());
@@ -187,6 +184,7 @@ std::vector<std::string> HfCheckpointWriter::Write(const std::string& dir) const
   }
   if (shards.empty()) shards.emplace_back();  // an empty model still gets a (valid) file
 
+  uint64_t bytes_written = 0;
   auto write_shard = [&](const std::vector<size_t>& members, const std::string& file) {
     SafetensorsWriter w;
     for (const auto& [k, v] : metadata_) w.SetMetadata(k, v);
@@ -198,6 +196,8 @@ std::vector<std::string> HfCheckpointWriter::Write(const std::string& dir) const
         w.Add(it.name, it.dtype, it.shape, it.data, it.nbytes);
     }
     w.Write(Join(dir, file));
+    for (size_t i : members) bytes_written += items_[i].nbytes;
+    if (progress) progress(bytes_written);
   };
 
   const std::string single = Join(dir, HfCheckpoint::kSingleFile);

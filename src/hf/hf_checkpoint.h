@@ -14,6 +14,7 @@
 // old model up.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -68,8 +69,10 @@ class HfCheckpointWriter {
   void SetMetadata(const std::string& key, const std::string& value);  // in every shard
 
   // Creates `dir` if needed and writes the weights into it. Returns the files written, relative
-  // to dir (the index last when sharded).
-  std::vector<std::string> Write(const std::string& dir) const;
+  // to dir (the index last when sharded). `written`, when given, hears the stored bytes written
+  // so far after each weights file.
+  std::vector<std::string> Write(const std::string& dir,
+                                 const std::function<void(uint64_t bytes)>& written = {}) const;
 
  private:
   struct Item {

@@ -22,13 +22,20 @@ ModelWeights ModelWeights::Open(const std::string& path) {
                              fs::exists(fs::path(path) / kDoneFile) ||
                              fs::is_directory(fs::path(path) / kCheckpointsSubdir);
   if (is_checkpoint) {
-    const CheckpointInfo info = ResolveCheckpoint(path);
-    const Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/true);
-    Require(!ckpt.model_config().is_null(), "{}: checkpoint has no {}", info.dir, kConfigFile);
-    w.config_ = ModelConfig::FromHfJson(ckpt.model_config(), info.dir + "/" + kConfigFile);
-    w.source_ = "checkpoint:" + info.dir;
-    w.step_ = info.step;
-    if (ckpt.sharded()) {
+    // A run directory's newest checkpoint may be pruned while it is read: read the newest again.
+    bool sharded = false;
+    ReadNewestCheckpoint(path, [&](const CheckpointInfo& info) {
+      w = ModelWeights();
+      const Checkpoint ckpt = Checkpoint::Open(info.dir, /*verify=*/false);  // Resolve verified
+      Require(!ckpt.model_config().is_null(), "{}: checkpoint has no {}", info.dir, kConfigFile);
+      w.config_ = ModelConfig::FromHfJson(ckpt.model_config(), info.dir + "/" + kConfigFile);
+      w.source_ = "checkpoint:" + info.dir;
+      w.step_ = info.step;
+      sharded = ckpt.sharded().has_value();
+      if (!sharded) {
+        w.checkpoint_ = HfCheckpoint::Open((fs::path(info.dir) / kModelFile).string());
+        return;
+      }
       const ParamLayout layout = w.config_.BuildLayout();
       w.assembled_ = std::make_shared<FlatBuffer>(layout.total_floats());
       ckpt.LoadParams(layout, *w.assembled_);  // layout, ranges and finiteness checked
@@ -43,9 +50,8 @@ ModelWeights ModelWeights::Open(const std::string& path) {
         w.assembled_index_[v.name] = w.assembled_tensors_.size();
         w.assembled_tensors_.push_back(std::move(t));
       }
-      return w;
-    }
-    w.checkpoint_ = HfCheckpoint::Open((fs::path(info.dir) / kModelFile).string());
+    });
+    if (sharded) return w;
   } else {
     w.config_ = ModelConfig::FromHfFile((fs::path(path) / kConfigFile).string());
     w.checkpoint_ = HfCheckpoint::Open(path);

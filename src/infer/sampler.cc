@@ -16,7 +16,8 @@ int32_t ArgMax(std::span<const float> logits) {
 
 Sampler::Sampler(const SamplingOptions& o) : o_(o), rng_(o.seed) {
   Require(o.temperature >= 0 && std::isfinite(o.temperature),
-          "--temperature must be >= 0 (0 = greedy), got {}", o.temperature);
+          "--temperature must be a finite number >= 0 (0 = greedy; the larger, the closer to "
+          "uniform), got {}", o.temperature);
   Require(o.top_k >= 0, "--top-k must be >= 0 (0 = no limit), got {}", o.top_k);
   Require(o.top_p > 0 && o.top_p <= 1, "--top-p must be in (0, 1], got {}", o.top_p);
 }

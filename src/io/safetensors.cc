@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -83,7 +84,7 @@ json ParseHeaderJson(std::string_view text, const std::string& path) {
   try {
     j = json::parse(text.begin(), text.end(), cb);
   } catch (const json::exception& e) {
-    Fail("{}: safetensors header is not valid JSON: {}", path, e.what());
+    Fail("{}", JsonErrorMessage(path + ": safetensors header", text, e));
   }
   Require(duplicate.empty(), "{}: safetensors header has duplicate key '{}'", path, duplicate);
   return j;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/checked_math.h"
 #include "core/error.h"
@@ -497,13 +498,7 @@ ModelConfig ModelConfig::FromHfFile(const std::string& path) {
   std::string file = path;
   if (std::filesystem::is_directory(path)) file = (std::filesystem::path(path) / "config.json").string();
   const std::string text = ReadFile(file);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    Fail("{}: not valid JSON: {}", file, e.what());
-  }
-  return FromHfJson(j, file);
+  return FromHfJson(ParseJson(text, file), file);
 }
 
 nlohmann::json ModelConfig::ToHfJson() const {

@@ -11,7 +11,8 @@ enum class Precision { kFp32, kBf16 };
 
 // "fp32" | "bf16".
 const char* PrecisionName(Precision p);
-// Error naming `what` (a config key or flag) unless text is "fp32" or "bf16".
+// Any spelling of core/precision_spelling.h; Error naming `what` (a config key or flag) and the
+// accepted spellings otherwise.
 Precision ParsePrecision(const std::string& text, const std::string& what);
 
 }  // namespace replica

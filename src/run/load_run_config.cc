@@ -4,8 +4,10 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/text_encoding.h"
 #include "run/olmo_core_config.h"
 
 namespace replica {
@@ -86,18 +88,14 @@ std::string JsonPathOf(const std::string& message, const OlmoCoreImport& im) {
 
 json ReadOlmoCoreConfig(const std::string& path) {
   std::string text = ReadFile(path);
+  RequireUtf8Text(text, path, "config files");
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte order mark
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || text[first] != '{') return nullptr;
   if (const std::string at = TooDeep(text, kMaxJsonDepth); !at.empty())
     Fail("{}: {}: JSON nested deeper than {} levels; an OLMo-core config nests about 8", path, at,
          kMaxJsonDepth);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& ex) {
-    Fail("{}: not valid JSON: {}", path, ex.what());
-  }
+  const json j = ParseJson(text, path);
   return IsOlmoCoreConfig(j) ? j : json(nullptr);
 }
 

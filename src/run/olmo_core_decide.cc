@@ -374,6 +374,12 @@ void Importer::DecideTrain(Decided& d) {
       micro = m;
       micro_from = fmt::format("{} / {} (micro-batching does not change the math)",
                                r_.rank_microbatch_tokens.path, r_.seq_len.path);
+    } else if (m < 1) {
+      micro_from = fmt::format(
+          "{} = {} tokens is less than one instance of {} ({} tokens); 1 instance instead "
+          "(micro-batching does not change the math)",
+          r_.rank_microbatch_tokens.path, r_.rank_microbatch_tokens.value, r_.seq_len.path,
+          r_.seq_len.value);
     } else {
       micro_from = fmt::format(
           "{} / {} = {} does not divide the global batch; 1 instead "

@@ -148,6 +148,11 @@ class Obj {
   // The value of mapped field `key` (marked read), or nullptr when absent or null. Taking a field
   // the table does not list as mapped is a logic error (the table and the readers disagree).
   const json* Take(const std::string& key);
+  // Whether `key` is given as null (None), for a field whose Python type is not Optional.
+  bool IsNull(const std::string& key) const {
+    auto it = j_.find(key);
+    return it != j_.end() && it->is_null();
+  }
   bool Has(const std::string& key) const {
     auto it = j_.find(key);
     return it != j_.end() && !it->is_null();

@@ -177,6 +177,15 @@ void Importer::Optim(const json& j, const std::string& path) {
   if (!cls) return;
   Obj o(*this, j, path, *cls);
   r_.skip_step = ShortClass(cls->name) == "SkipStepAdamWConfig";
+  // These fields are plain floats in OLMo-core (not Optional): a null reaches torch's AdamW as
+  // None and fails there, so it is refused rather than read as the default.
+  for (const char* key : {"lr", "eps", "weight_decay", "betas"}) {
+    if (o.IsNull(key))
+      Refuse(o.At(key),
+             fmt::format("null: OLMo-core passes None on to torch's AdamW, which needs {}; give "
+                         "the value, or leave the field out for OLMo-core's default",
+                         std::string(key) == "betas" ? "two numbers [beta1, beta2]" : "a number"));
+  }
   auto number = [&](const char* key, double fallback, Src<double>& into, bool positive) {
     const std::optional<double> v = o.Num(key);
     const double x = v.value_or(fallback);
@@ -295,8 +304,12 @@ void Importer::TrainModule(const json& j, const std::string& path) {
   const ClassRule* cls = Dispatch(j, path, Role::kTrainModule);
   if (!cls) return;
   Obj o(*this, j, path, *cls);
-  if (auto v = o.Int("rank_microbatch_size"))
-    r_.rank_microbatch_tokens.Set(*v, o.At("rank_microbatch_size"));
+  if (auto v = o.Int("rank_microbatch_size")) {
+    if (*v < 0)
+      Refuse(o.At("rank_microbatch_size"), fmt::format("{}: expected a number of tokens >= 0", *v));
+    else
+      r_.rank_microbatch_tokens.Set(*v, o.At("rank_microbatch_size"));
+  }
   if (auto v = o.Int("max_sequence_length")) {
     if (*v < 1 || *v > (int64_t{1} << 31) - 1)
       Refuse(o.At("max_sequence_length"), fmt::format("{}: expected 1 to 2^31 - 1", *v));

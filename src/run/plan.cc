@@ -25,8 +25,7 @@ int64_t SumVisible(int64_t T, int64_t window) {  // Σ_{i<T} min(i+1, W); window
 
 // The largest unit of the flat layout (model/param_store.h): the embedding, a layer, or the final
 // norm with the untied LM head; alignment padding included.
-uint64_t LargestUnitFloats(const ModelConfig& m) {
-  const ParamLayout layout = m.BuildLayout();
+uint64_t LargestUnitFloats(const ModelConfig& m, const ParamLayout& layout) {
   auto at = [&](const std::string& name) { return layout.Get(name).offset; };
   std::vector<uint64_t> bounds = {0};
   for (int64_t l = 0; l < m.num_layers; ++l)
@@ -145,11 +144,27 @@ std::string WorldProblem(const RunConfig& c, int64_t world) {
   return "";
 }
 
+ModelFootprint ModelFootprint::Of(const RunConfig& c) {
+  const ParamLayout layout = c.model.BuildLayout();
+  ModelFootprint f;
+  f.params_floats = layout.total_floats();
+  f.largest_unit_floats = LargestUnitFloats(c.model, layout);
+  for (Recompute r : {Recompute::kNone, Recompute::kMlp, Recompute::kFull})
+    f.arena_floats[static_cast<int>(r)] = Olmo3Model::ActivationArenaFloats(
+        c.model, c.train.micro_batch_instances, c.data.seq_len, r);
+  return f;
+}
+
 MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy) {
+  return PlanMemory(c, ModelFootprint::Of(c), world, policy);
+}
+
+MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world,
+                      Recompute policy) {
   const std::string problem = WorldProblem(c, world);
   Require(problem.empty(), "world size {}: {}", world, problem);
   const ModelConfig& m = c.model;
-  const uint64_t P = m.BuildLayout().total_floats();
+  const uint64_t P = f.params_floats;
   const uint64_t S = MaxShardFloats(P, world);
   const int64_t mu = c.train.micro_batch_instances, T = c.data.seq_len;
   const int64_t M_r = c.train.global_batch_instances / world / mu;
@@ -167,7 +182,7 @@ MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy) {
     // staging buffers (one without prefetch).
     const uint64_t per = m.tie_word_embeddings ? 2 : 1;
     const uint64_t prefetch = c.parallel.prefetch ? 1 : 0;
-    const uint64_t U = LargestUnitFloats(m);
+    const uint64_t U = f.largest_unit_floats;
     mem.unit_buffers =
         4 * U * ((world > 1 ? per + prefetch : 0) + per) +
         (world > 1 ? 4 * std::min(U, S) : 0) +
@@ -184,7 +199,7 @@ MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy) {
   const uint64_t N = static_cast<uint64_t>(mu * T);
   const uint64_t chunk = LmHeadChunkRows(N, static_cast<uint64_t>(m.vocab_size));
   const uint64_t ropes = m.rope_full.SameMath(m.rope_sliding) ? 1 : 2;
-  mem.activations = 4 * (Olmo3Model::ActivationArenaFloats(m, mu, T, policy) +
+  mem.activations = 4 * (f.arena_floats[static_cast<int>(policy)] +
                          chunk * (static_cast<uint64_t>(m.vocab_size + m.hidden_size) + 5) +
                          ropes * static_cast<uint64_t>(T * m.head_dim));
   if (c.compute.precision == "bf16") mem.gemm_scratch = 4 * Bf16GemmScratchFloats(m, N);
@@ -214,11 +229,16 @@ uint64_t MemoryBudget(const RunConfig& c, std::optional<uint64_t> memory, int64_
 }
 
 Recompute ResolveRecompute(const RunConfig& c, int64_t world, uint64_t budget, bool* fits) {
+  return ResolveRecompute(c, ModelFootprint::Of(c), world, budget, fits);
+}
+
+Recompute ResolveRecompute(const RunConfig& c, const ModelFootprint& f, int64_t world,
+                           uint64_t budget, bool* fits) {
   std::vector<Recompute> candidates = {Recompute::kNone, Recompute::kMlp, Recompute::kFull};
   if (c.train.recompute != "auto")
     candidates = {ParseRecompute(c.train.recompute, "config key 'train.recompute'")};
   for (Recompute r : candidates) {
-    if (PlanMemory(c, world, r).total() <= budget) {
+    if (PlanMemory(c, f, world, r).total() <= budget) {
       if (fits) *fits = true;
       return r;
     }
@@ -248,11 +268,12 @@ RunPlan MakePlan(const RunConfig& c, const PlanOptions& o) {
   p.precision = c.compute.precision;
   p.recompute_requested = c.train.recompute;
 
+  const ModelFootprint footprint = ModelFootprint::Of(c);
   p.memory_budget = MemoryBudget(c, o.memory, world, &p.memory_budget_source);
   for (Recompute r : {Recompute::kNone, Recompute::kMlp, Recompute::kFull})
-    p.total_by_recompute[RecomputeName(r)] = PlanMemory(c, world, r).total();
-  p.recompute = ResolveRecompute(c, world, p.memory_budget, &p.fits);
-  p.memory = PlanMemory(c, world, p.recompute);
+    p.total_by_recompute[RecomputeName(r)] = PlanMemory(c, footprint, world, r).total();
+  p.recompute = ResolveRecompute(c, footprint, world, p.memory_budget, &p.fits);
+  p.memory = PlanMemory(c, footprint, world, p.recompute);
   p.recompute_flops_per_token = RecomputeFlopsPerToken(c.model, c.data.seq_len, p.recompute);
 
   // The smallest world size that fits, each size under its own budget (a --memory or
@@ -263,8 +284,9 @@ RunPlan MakePlan(const RunConfig& c, const PlanOptions& o) {
     for (int64_t r = 1; r <= I; ++r) {
       if (!WorldProblem(cfg, r).empty()) continue;
       bool fits = false;
-      const Recompute policy = ResolveRecompute(cfg, r, MemoryBudget(cfg, o.memory, r), &fits);
-      const uint64_t bytes = PlanMemory(cfg, r, policy).total();
+      const Recompute policy =
+          ResolveRecompute(cfg, footprint, r, MemoryBudget(cfg, o.memory, r), &fits);
+      const uint64_t bytes = PlanMemory(cfg, footprint, r, policy).total();
       if (fits) {
         f.world = r;
         f.recompute = policy;

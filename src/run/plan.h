@@ -114,11 +114,22 @@ uint64_t MaxShardFloats(uint64_t P, int64_t world);
 // forward leaves its values in the working set).
 double RecomputeFlopsPerToken(const ModelConfig& m, int64_t seq_len, Recompute policy);
 
+// What the memory plan needs of the model and the micro-batch that no world size changes: building
+// the parameter layout and counting the activation arena each walk every layer, so MakePlan does
+// it once, not once per world size and policy it tries (a plan stays linear in the layer count).
+struct ModelFootprint {
+  uint64_t params_floats = 0;        // P: the flat layout's floats, alignment padding included
+  uint64_t largest_unit_floats = 0;  // U: embedding, one layer, or final norm + LM head
+  uint64_t arena_floats[3] = {};     // Olmo3Model::ActivationArenaFloats(μ, T, policy) by policy
+  static ModelFootprint Of(const RunConfig& c);
+};
+
 // "" when `world` ranks can run the config's mode (parallel.sharding, train.grad_accumulation,
 // batch split); else why not.
 std::string WorldProblem(const RunConfig& c, int64_t world);
 // The memory per rank of the config at `world` ranks under `policy`. The world must be runnable.
 MemoryPlan PlanMemory(const RunConfig& c, int64_t world, Recompute policy);
+MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world, Recompute policy);
 // The budget per rank: `memory` (from --memory) if given, else parallel.memory_per_rank if not 0,
 // else this machine's physical memory divided by `ranks_on_host`.
 uint64_t MemoryBudget(const RunConfig& c, std::optional<uint64_t> memory, int64_t ranks_on_host,
@@ -127,6 +138,8 @@ uint64_t MemoryBudget(const RunConfig& c, std::optional<uint64_t> memory, int64_
 // whose plan fits `budget`; full when none fits (then *fits is false).
 Recompute ResolveRecompute(const RunConfig& c, int64_t world, uint64_t budget,
                            bool* fits = nullptr);
+Recompute ResolveRecompute(const RunConfig& c, const ModelFootprint& f, int64_t world,
+                           uint64_t budget, bool* fits = nullptr);
 
 struct PlanOptions {
   int64_t world = 1;

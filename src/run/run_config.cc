@@ -9,11 +9,14 @@
 #include <map>
 #include <set>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/checked_math.h"
 #include "core/byte_size.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/suggest.h"
+#include "core/text_encoding.h"
 #include "core/precision_spelling.h"
 #include "core/threads.h"
 #include "model/recompute.h"
@@ -26,14 +29,14 @@ namespace fs = std::filesystem;
 namespace {
 
 enum class Kind {
-  kInt, kUint, kSeed, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList, kMixture,
+  kInt, kUnsignedSeed, kSeed, kDouble, kBool, kString, kPath, kStringList, kPathList, kDoubleList, kMixture,
   kJsonMap  // a mapping taken over as JSON (the model's RoPE settings)
 };
 
 const char* KindName(Kind k) {
   switch (k) {
     case Kind::kInt: return "an integer";
-    case Kind::kUint: return "a non-negative integer";
+    case Kind::kUnsignedSeed: return "an integer seed (digits, below 2^64)";
     case Kind::kSeed: return "an integer seed (digits, below 2^63)";
     case Kind::kDouble: return "a number";
     case Kind::kBool: return "a boolean (true/false)";
@@ -61,7 +64,7 @@ struct Field {
 
 const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = {
-      {"init.seed", Kind::kUint, true, REF(init.seed), "parameter init seed (Philox stream key)"},
+      {"init.seed", Kind::kUnsignedSeed, true, REF(init.seed), "parameter init seed (Philox stream key)"},
       {"init.from_checkpoint", Kind::kPath, true, REF(init.from_checkpoint),
        "start from this checkpoint (or HF model dir) instead of a fresh init"},
       {"init.reset_step", Kind::kBool, true, REF(init.reset_step),
@@ -236,6 +239,20 @@ std::string KnownKeysOf(const std::string& section) {
   return out;
 }
 
+// What follows "unknown config key 'KEY'" when KEY's section is `section`: that section's keys, or,
+// when the section itself does not exist, the sections there are (and the nearest one).
+std::string UnknownKeyHint(const std::string& section) {
+  if (section.empty() || Sections().count(section))
+    return fmt::format("known keys in {}: {}", section.empty() ? "the top level" : "'" + section + "'",
+                       KnownKeysOf(section));
+  std::vector<std::string> names(Sections().begin(), Sections().end());
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  const std::optional<std::string> near = ClosestMatch(section, names);
+  return fmt::format("there is no section '{}'{}; the sections are {}", section,
+                     near ? " (did you mean '" + *near + "'?)" : "", list);
+}
+
 std::string Where(const std::string& origin) { return origin.empty() ? "" : origin + ": "; }
 
 // --- scalar parsing with precise errors ---
@@ -361,8 +378,7 @@ void Collect(const YAML::Node& node, const std::string& prefix, const std::strin
     }
     const bool model_key = prefix == "model" && (k == "hf_config" || FindModelKey(k));
     if (!model_key && !FindField(full)) {
-      Fail("{}unknown config key '{}' (known keys in {}: {})", Where(origin), full,
-           prefix.empty() ? "the top level" : "'" + prefix + "'", KnownKeysOf(prefix));
+      Fail("{}unknown config key '{}' ({})", Where(origin), full, UnknownKeyHint(prefix));
     }
     out.push_back({full, v, base, origin});
   }
@@ -390,8 +406,7 @@ Entry ParseOverride(const std::string& text) {
          KnownKeysOf(e.key));
   const bool model_key = section == "model" && (leaf == "hf_config" || FindModelKey(leaf));
   if (!model_key && !FindField(e.key))
-    Fail("--set: unknown config key '{}' (known keys in {}: {})", e.key,
-         section.empty() ? "the top level" : "'" + section + "'", KnownKeysOf(section));
+    Fail("--set: unknown config key '{}' ({})", e.key, UnknownKeyHint(section));
   return e;
 }
 
@@ -451,11 +466,14 @@ void ApplyField(RunConfig& c, const Field& f, const Entry& e) {
       *static_cast<int64_t*>(p) = v;
       break;
     }
-    case Kind::kUint: {
-      int64_t v = ParseInt(o, e.key, e.value, Kind::kUint);
-      Require(v >= 0, "{}config key '{}': expected a non-negative integer, got {}", Where(o),
-              e.key, v);
-      *static_cast<uint64_t*>(p) = static_cast<uint64_t>(v);
+    case Kind::kUnsignedSeed: {
+      // As kSeed, for a key into the unsigned RNG stream: digits only, no float notation.
+      const std::string t = e.value.IsScalar() ? e.value.Scalar() : "";
+      uint64_t v = 0;
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (t.empty() || ec != std::errc() || end != t.data() + t.size())
+        TypeError(o, e.key, Kind::kUnsignedSeed, e.value);
+      *static_cast<uint64_t*>(p) = v;
       break;
     }
     case Kind::kDouble: *static_cast<double*>(p) = ParseDouble(o, e.key, e.value); break;
@@ -552,12 +570,7 @@ ModelConfig ResolveModel(const std::vector<Entry>& entries, const std::string& s
           "or the shape inline ({})",
           Where(source), KnownKeysOf("model"));
   if (!hf_path.empty()) {
-    std::string text = ReadFile(hf_path);
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& ex) {
-      Fail("config key 'model.hf_config': {} is not valid JSON: {}", hf_path, ex.what());
-    }
+    j = ParseJson(ReadFile(hf_path), "config key 'model.hf_config': " + hf_path);
     Require(j.is_object(), "config key 'model.hf_config': {} is not a JSON object", hf_path);
   } else {
     j = nlohmann::json::object();
@@ -734,7 +747,7 @@ std::string Num(double v) { return fmt::format("{}", v); }
 void EmitValue(YAML::Emitter& e, Kind kind, const void* p) {
   switch (kind) {
     case Kind::kInt: e << *static_cast<const int64_t*>(p); break;
-    case Kind::kUint: e << *static_cast<const uint64_t*>(p); break;
+    case Kind::kUnsignedSeed: e << *static_cast<const uint64_t*>(p); break;
     case Kind::kSeed: e << *static_cast<const int64_t*>(p); break;
     case Kind::kDouble: e << Num(*static_cast<const double*>(p)); break;
     case Kind::kBool: e << (*static_cast<const bool*>(p) ? "true" : "false"); break;
@@ -900,6 +913,7 @@ RunConfig Build(const YAML::Node& root, const std::string& base, const std::stri
 
 RunConfig RunConfig::Load(const std::string& path, const std::vector<std::string>& overrides) {
   const std::string text = ReadFile(path);
+  RequireUtf8Text(text, path, "config files");
   const std::string base = fs::absolute(fs::path(path)).parent_path().string();
   return FromYaml(text, base, overrides, path);
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/json_parse.h"
 #include "core/clock.h"
 #include "core/atomic_file.h"
 #include "core/checksum.h"
@@ -163,14 +164,14 @@ TokenizeSummary TokenizeToDisk(const Tokenizer& tokenizer, const std::vector<std
           RequireValidUtf8(d.text, "text");
         }
       } catch (const nlohmann::json::exception& e) {
-        d.error = fmt::format("malformed JSON line: {}", e.what());
+        d.error = "tokenize: " + JsonErrorMessage(Where(files, d), d.raw, e);
       } catch (const std::exception& e) {
-        d.error = e.what();
+        d.error = fmt::format("tokenize: {}: {}", Where(files, d), e.what());
       }
       std::string().swap(d.raw);
     }
     for (const Doc& d : docs) {
-      Require(d.error.empty(), "tokenize: {}: {}", Where(files, d), d.error);
+      if (!d.error.empty()) Fail("{}", d.error);
     }
     std::vector<std::string_view> texts;
     texts.reserve(docs.size());

@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/checksum.h"
 #include "core/error.h"
@@ -140,12 +141,7 @@ uint32_t ByteLevelCodePoint(uint8_t b) { return ByteLevelTable()[b]; }
 
 Tokenizer LoadHfTokenizerJson(const std::string& path) {
   std::string contents = ReadFile(path);
-  json doc;
-  try {
-    doc = json::parse(contents);
-  } catch (const json::exception& e) {
-    Fail("{}: not valid JSON: {}", path, e.what());
-  }
+  const json doc = ParseJson(contents, path);
   try {
     Require(doc.is_object(), "{}: expected a JSON object", path);
     Require(!doc.contains("normalizer") || doc["normalizer"].is_null(),

@@ -103,6 +103,51 @@ PY
   check "import of $bad weights writes no checkpoint" '[ ! -e "$tmp/ckpt-$bad/DONE" ]'
 done
 
+# bf16 weights holding NaN or Inf (a sharded bf16 export with one element overwritten) are refused
+# by import the same way, and no checkpoint is written.
+for bad in nan inf; do
+  cp -r "$tmp/hfbf" "$tmp/hfbf-$bad"
+  file=$(jq -r '.weight_map["model.layers.1.mlp.down_proj.weight"]' "$tmp/hfbf-$bad/model.safetensors.index.json")
+  python3 - "$tmp/hfbf-$bad/$file" "$bad" <<'PY'
+import json, struct, sys
+path, bad = sys.argv[1], sys.argv[2]
+data = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+t = json.loads(data[8:8 + n])["model.layers.1.mlp.down_proj.weight"]
+assert t["dtype"] == "BF16", t["dtype"]
+at = 8 + n + t["data_offsets"][0] + 2 * 5
+data[at:at + 2] = struct.pack("<H", 0x7fc0 if bad == "nan" else 0x7f80)
+open(path, "wb").write(data)
+PY
+  "$BIN" convert --from "$tmp/hfbf-$bad" --to "$tmp/ckbf-$bad" > /dev/null 2> "$tmp/err"; rc=$?
+  check "import of bf16 $bad weights exits 2 naming the tensor (got $rc): $(cat "$tmp/err")" \
+    '[ $rc -eq 2 ] && grep -q "model.layers.1.mlp.down_proj.weight.* holds $bad at element 5" "$tmp/err"'
+  check "import of bf16 $bad weights writes no checkpoint" '[ ! -e "$tmp/ckbf-$bad" ]'
+done
+
+# A finite fp32 weight beyond bf16's range (3.4e38 > 3.3895e38) would be exported to bf16 as Inf,
+# which every reader refuses: the bf16 export is refused naming it, nothing written; f32 is exact.
+cp -r "$FIX" "$tmp/hf-big"
+python3 - "$tmp/hf-big/model.safetensors" <<'PY'
+import json, struct, sys
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+t = json.loads(data[8:8 + n])["model.layers.1.mlp.down_proj.weight"]
+at = 8 + n + t["data_offsets"][0] + 4 * 5
+data[at:at + 4] = struct.pack("<f", -3.4e38)
+open(path, "wb").write(data)
+PY
+"$BIN" convert --from "$tmp/hf-big" --to "$tmp/ck-big" > /dev/null 2> "$tmp/err"
+check "import of a finite -3.4e38 weight succeeds: $(cat "$tmp/err")" '[ -f "$tmp/ck-big/DONE" ]'
+"$BIN" convert --from "$tmp/ck-big" --to "$tmp/hf-big-bf16" --dtype bf16 > /dev/null 2> "$tmp/err"; rc=$?
+check "bf16 export of -3.4e38 exits 2 naming tensor, element and range (got $rc): $(cat "$tmp/err")" \
+  '[ $rc -eq 2 ] && grep -q "tensor .model.layers.1.mlp.down_proj.weight. holds -3.4e+38 at element 5 .*beyond bf16.s range.*-inf" "$tmp/err"'
+check "bf16 export of -3.4e38 writes nothing" '[ ! -e "$tmp/hf-big-bf16" ]'
+"$BIN" convert --from "$tmp/ck-big" --to "$tmp/hf-big-f32" > /dev/null 2> "$tmp/err"; rc=$?
+check "f32 export of -3.4e38 exits 0 and is exact (got $rc)" \
+  '[ $rc -eq 0 ] && cmp -s "$tmp/hf-big/model.safetensors" "$tmp/hf-big-f32/model.safetensors"'
+
 # --to inside a run's checkpoints/ folder is refused (the run would resume from it or prune it).
 mkdir -p "$tmp/run/checkpoints"
 "$BIN" convert --from "$FIX" --to "$tmp/run/checkpoints/step-00000005" > /dev/null 2> "$tmp/err"; rc=$?
@@ -110,6 +155,38 @@ check "convert --to RUN/checkpoints/step-N exits 2 (got $rc)" '[ $rc -eq 2 ]'
 check "convert --to RUN/checkpoints/step-N says why: $(cat "$tmp/err")" \
   'grep -q "inside a run.s checkpoint folder" "$tmp/err"'
 check "convert --to RUN/checkpoints/step-N writes nothing" '[ ! -e "$tmp/run/checkpoints/step-00000005" ]'
+
+# ... also when the path reaches the folder through a symbolic link: a link to the folder, a link
+# to a step directory that does not exist yet, a link to the run directory; either direction.
+mkdir -p "$tmp/run2/checkpoints"
+ln -s "$tmp/run2/checkpoints" "$tmp/cklink"
+ln -s "$tmp/run2/checkpoints/step-00000007" "$tmp/steplink"
+ln -s "$tmp/run2" "$tmp/runlink"
+for to in "$tmp/cklink/step-00000006" "$tmp/steplink" "$tmp/runlink/checkpoints/step-00000008" \
+          "$tmp/cklink/step-00000009/"; do
+  for from in "$FIX" "$tmp/ckpt"; do
+    "$BIN" convert --from "$from" --to "$to" > /dev/null 2> "$tmp/err"; rc=$?
+    check "convert --from $from --to $to (a link into RUN/checkpoints) exits 2 (got $rc)" \
+      '[ $rc -eq 2 ] && grep -q "inside a run.s checkpoint folder $tmp/run2/checkpoints" "$tmp/err"'
+  done
+done
+check "no convert through a link wrote into RUN/checkpoints: $(ls "$tmp/run2/checkpoints")" \
+  '[ -z "$(ls -A "$tmp/run2/checkpoints")" ]'
+
+# Progress on stderr (as eval's): megabytes read, then written, ending at 100% with the output
+# named; --no-progress prints nothing. Import, and a sharded bf16 export.
+"$BIN" convert --from "$FIX" --to "$tmp/prog-ck" > /dev/null 2> "$tmp/err"
+check "import prints progress: $(cat "$tmp/err")" \
+  'grep -q "^convert: 0% (.* MB), .*; reading $FIX$" "$tmp/err" &&
+   grep -q "^convert: 100% (\([0-9]*\) of \1 MB), .*; wrote $tmp/prog-ck$" "$tmp/err"'
+"$BIN" convert --from "$tmp/prog-ck" --to "$tmp/prog-hf" --dtype bf16 --max-shard-size 600000 \
+  > /dev/null 2> "$tmp/err"
+check "export prints progress: $(cat "$tmp/err")" \
+  'grep -q "; reading $tmp/prog-ck$" "$tmp/err" &&
+   grep -q "^convert: 100% (\([0-9]*\) of \1 MB), .*; wrote $tmp/prog-hf$" "$tmp/err"'
+rm -rf "$tmp/prog-hf"
+"$BIN" convert --from "$tmp/prog-ck" --to "$tmp/prog-hf" --no-progress > /dev/null 2> "$tmp/err"
+check "--no-progress prints nothing: $(cat "$tmp/err")" '[ ! -s "$tmp/err" ]'
 
 [ $fail -eq 0 ] && echo "convert.sh: all checks passed"
 exit $fail

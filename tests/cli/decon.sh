@@ -56,4 +56,19 @@ set +e; "$bin" decon --train "$tmp/torn.npy" --tokenizer bytes --eval "$ppl" 2> 
 : > "$tmp/empty.jsonl"
 set +e; "$bin" decon --train "$tmp/clean.npy" --tokenizer bytes --eval "$tmp/empty.jsonl" 2> "$tmp/err"; rc=$?; set -e
 [ "$rc" = 2 ] && grep -q "empty.jsonl: the evaluation set is empty" "$tmp/err" || fail "empty set: rc $rc"
+
+# Progress on stderr (as eval's): tokens scanned of the files' total, the file, then 100%;
+# --no-progress prints none. The results are the same either way.
+n_tok=$(( ($(stat -c %s "$tmp/clean.npy") + $(stat -c %s "$tmp/dirty.npy")) / 4 ))
+n_fmt=$(perl -e '$_ = shift; 1 while s/^(\d+)(\d{3})/$1,$2/; print' "$n_tok")  # thousands separated
+set +e; "$bin" decon --train "$tmp/clean.npy" "$tmp/dirty.npy" "${args[@]}" > "$tmp/p.json" 2> "$tmp/err"; set -e
+grep -q "^decon: 0% (0 of $n_fmt tokens), .*; $tmp/clean.npy$" "$tmp/err" \
+  || fail "no first progress line for $n_fmt tokens: $(cat "$tmp/err")"
+grep -q "^decon: 100% ($n_fmt of $n_fmt tokens), .* elapsed$" "$tmp/err" \
+  || fail "no final progress line: $(cat "$tmp/err")"
+set +e; "$bin" decon --train "$tmp/clean.npy" "$tmp/dirty.npy" "${args[@]}" --no-progress \
+  > "$tmp/q.json" 2> "$tmp/err"; set -e
+[ ! -s "$tmp/err" ] || fail "--no-progress printed: $(cat "$tmp/err")"
+cmp -s <(grep -v seconds "$tmp/p.json" | grep -v tokens_per) <(grep -v seconds "$tmp/q.json" | grep -v tokens_per) \
+  || fail "progress changed the report"
 echo "decon CLI: ok"

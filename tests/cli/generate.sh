@@ -71,7 +71,15 @@ jq -e '.completion_ids | length == 5' "$TMP/long" >/dev/null || fail "budget pas
 expect_bad "context 0" "--context: must be at least 1 (got 0)" --model "$DATA/tiny-mha" --prompt "abc" --context 0
 expect_bad "context -5" "--context: must be at least 1 (got -5)" --model "$DATA/tiny-mha" --prompt "abc" --context -5
 # Sampling flags are checked before the weights are read (a missing model is not what is said).
-expect_bad "temperature -1" "--temperature must be >= 0" --model "$TMP/no-such-model" --prompt "a" --temperature -1
+for t in -1 inf nan; do
+  expect_bad "temperature $t" "--temperature must be a finite number >= 0 (0 = greedy; .*), got $t" \
+    --model "$TMP/no-such-model" --prompt "a" --temperature $t
+done
+# A budget of no new token is refused by its flag (it was blamed on the context).
+for n in 0 -3; do
+  expect_bad "max-new-tokens $n" "--max-new-tokens: must be at least 1 (got $n)" \
+    --model "$DATA/tiny-mha" --prompt "a" --max-new-tokens $n
+done
 expect_bad "top-k -2" "top_k\|top-k" --model "$TMP/no-such-model" --prompt "a" --temperature 1 --top-k -2
 # --tokenizer bytes: bytes 0x80..0xff are ids 128..255 (UTF-8 text is not refused).
 G --model "$DATA/tiny-mha" --prompt "héllo €" --max-new-tokens 2 --json >"$TMP/u" 2>"$TMP/err" \

@@ -33,6 +33,19 @@ refused "parity --threads -1" "--threads: must be between 1 and 1024 (got -1)" \
   "$BIN" parity --model "$MODEL" --against "$MODEL" --threads -1
 refused "bench --threads 5000" "--threads: must be between 1 and 1024 (got 5000)" \
   "$BIN" bench --threads 5000
+arith_tokens "$tmp/tokens.npy" 0 20
+for t in 0 -3 100000 2147483648; do
+  refused "tokenize --threads $t" "--threads: must be between 1 and 1024 (got $t)" \
+    "$BIN" tokenize --tokenizer dolma2 "$tmp/held.jsonl" --out "$tmp/tok-$t" --threads "$t"
+  check "tokenize --threads $t: no output directory" "[ ! -e '$tmp/tok-$t' ]"
+  refused "decon --threads $t" "--threads: must be between 1 and 1024 (got $t)" \
+    "$BIN" decon --train "$tmp/tokens.npy" --tokenizer bytes --eval "$tmp/held.jsonl" --threads "$t"
+done
+"$BIN" tokenize --tokenizer dolma2 "$tmp/held.jsonl" --out "$tmp/tok-1" --threads 1 > /dev/null 2>&1
+check "tokenize --threads 1: accepted (exit $?)" "[ -d '$tmp/tok-1' ]"
+"$BIN" decon --train "$tmp/tokens.npy" --tokenizer bytes --eval "$tmp/held.jsonl" --threads 1024 \
+  --json --no-progress > "$tmp/d.json" 2> /dev/null
+check "decon --threads 1024: accepted (exit $?)" "jq -e '.eval_items == 4' '$tmp/d.json' > /dev/null"
 refused "train.threads 100000" "config key 'train.threads': 100000 is larger than 1024" \
   "$BIN" plan "$ROOT/configs/demo.yaml" --set train.threads=100000
 refused "train.threads -3" "config key 'train.threads': expected >= 0, got -3" \
@@ -81,8 +94,13 @@ for p in fp32 float32 bfloat16; do
   "$BIN" convert --from "$tmp/ck-$p" --to "$tmp/hf-$p" --dtype $p > /dev/null 2> "$tmp/err"
   check "convert --dtype $p: $(cat "$tmp/err")" "[ $? -eq 0 ]"
 done
-refused "--precision fp16" "--precision" \
+spellings="expected fp32 (or f32, float32) or bf16 (or bfloat16), got 'fp16'"
+refused "eval --precision fp16" "--precision: $spellings" \
   "$BIN" eval --model "$MODEL" --tokenizer bytes --eval "$tmp/held.jsonl" --precision fp16
+refused "parity --precision fp16" "--precision: $spellings" \
+  "$BIN" parity --model "$MODEL" --against "$MODEL" --precision fp16
+refused "compute.precision fp16" "config key 'compute.precision': $spellings" \
+  "$BIN" plan "$ROOT/configs/demo.yaml" --set compute.precision=fp16
 refused "convert --dtype fp16" "--dtype: expected fp32 (or f32, float32) or bf16 (or bfloat16), got 'fp16'" \
   "$BIN" convert --from "$tmp/ck-fp32" --to "$tmp/hf-fp16" --dtype fp16
 cli_finish

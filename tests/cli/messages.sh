@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # What the user reads: command-line mistakes in one style (`replica: error: ...`) with "did you
-# mean", ranges in words, --set before or after CONFIG; a short run of a longer config told how to
-# shorten its warm-up; plan's counts in B/T; the compute line naming only what runs; eval's
-# progress line; bench on a run config; parity --against's progress, input and bf16 hint; compare's
-# "missing"; a reference run's curve (OLMo-core console log, metrics_step JSON, W&B CSV) beside a
-# replica run in compare and plot.
+# mean", ranges in words, --set before or after CONFIG, an unknown --set section, JSON errors at
+# file:line:column; a short run of a longer config told how to shorten its warm-up; plan's counts
+# in B/T; the compute line naming only what runs; eval's progress line; bench on a run config;
+# parity --against's progress, input and bf16 hint; compare's "missing"; a reference run's curve
+# (OLMo-core console log, metrics_step JSON, W&B CSV) beside a replica run in compare and plot.
 #   usage: messages.sh <replica-binary> <repo-root>
 set -u
 BIN=$1
@@ -61,6 +61,21 @@ refused "import-config --max-steps 0" "--max-steps: must be at least 1 (got 0)" 
 refused "eval --seq-len 1" "--seq-len: must be between 2 and 1048576 (got 1)" \
   "$BIN" eval --model "$DATA/tiny-mha" --seq-len 1 --eval x.jsonl
 refused "a word for a number" "could not convert: --world = abc" "$BIN" plan "$tmp/tiny.yaml" --world abc
+# An unknown --set section lists the sections (it listed no keys), with the nearest one.
+refused "--set of no section" "--set: unknown config key 'foo.bar' (there is no section 'foo'; the sections are checkpoint, compute, data" \
+  "$BIN" plan "$tmp/tiny.yaml" --set foo.bar=1
+refused "--set of a misspelt section" "there is no section 'trian' (did you mean 'train'?)" \
+  "$BIN" plan "$tmp/tiny.yaml" --set trian.max_steps=1
+refused "--set of an unknown key of a section" "unknown config key 'train.foo' (known keys in 'train': max_steps," \
+  "$BIN" plan "$tmp/tiny.yaml" --set train.foo=1
+# A JSON file that is not valid JSON: the file, line and column, in replica's words.
+cp -r "$DATA/tiny-gqa" "$tmp/hf400"
+sed -i 's/"rms_norm_eps": [^,]*/"rms_norm_eps": 1e400/' "$tmp/hf400/config.json"
+line=$(grep -n '1e400' "$tmp/hf400/config.json" | cut -d: -f1)
+col=$(grep '1e400' "$tmp/hf400/config.json" | sed 's/1e400.*//' | wc -c)  # characters before it, plus 1
+refused "config.json with 1e400" "$tmp/hf400/config.json:$line:$col: not valid JSON: the number 1e400 is beyond the range of a double" \
+  "$BIN" convert --from "$tmp/hf400" --to "$tmp/ck400"
+check "config.json with 1e400: no JSON library wording" '! grep -q "json.exception" "$tmp/err"'
 [ ! -e "$tmp/r" ] || { echo "FAIL: a refused train wrote $tmp/r"; fail=1; }
 # --set takes one KEY=VALUE: CONFIG after it stays CONFIG, in train as in plan.
 "$BIN" train --set train.max_steps=1 "$tmp/tiny.yaml" --run-dir "$tmp/set-first" --quiet > /dev/null 2> "$tmp/err"

@@ -3,7 +3,8 @@
 # by plan, import-config and train with exit 2, a message naming the file and the JSON path, and
 # nothing written; none crashes (no signal exit), none runs long. Also: the precision the recipe
 # trains with is mapped, float8's refusal gives today's reason, a BOM does not make config.json
-# YAML, and import-config --out neither overwrites its input nor an existing file without --force.
+# YAML, a UTF-16 file or malformed JSON is said as such (file:line:column), AdamW numbers given as
+# null are refused, seeds must be integers, and import-config --out neither overwrites its input nor an existing file without --force.
 #   usage: olmo_core_hostile.sh <replica-binary> <repo-root>
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -72,6 +73,7 @@ refused "n_heads 1e11" "$tmp/h.json" "model.block.sequence_mixer.n_heads"
 edit '.model.n_layers = 65536 | .model.d_model = 128 | .model.block.feed_forward.hidden_size = 256 |
       .model.block.sequence_mixer.n_heads = 2 | .model.block.sequence_mixer.n_kv_heads = 2 |
       .model.block.sequence_mixer.head_dim = 64' "$tmp/layers65536.json"
+# the import alone (plan of this config: tests/cli/plan_layers.sh)
 # the import takes 0.4 s in Release and 1 s under ASan on an idle 2-core VM;
 # the timeout only turns a hang into a failure, never a slow machine
 timeout 300 "$BIN" import-config "$tmp/layers65536.json" > "$tmp/l.yaml" 2>&1; rc=$?
@@ -150,6 +152,40 @@ printf '\xef\xbb\xbf' > "$tmp/bom.json"; cat "$P1" >> "$tmp/bom.json"
 check "config.json with a BOM plans as config.json (rc $rc: $(head -c 300 "$tmp/err"))" \
   '[ $rc -eq 0 ] && [ "$(jq .params "$tmp/bom.out")" = 7298617344 ]'
 
+# the file in another encoding, or not valid JSON: file, line and column, in replica's words
+iconv -f UTF-8 -t UTF-16 "$P1" > "$tmp/utf16.json"
+refused "UTF-16 config.json" "$tmp/utf16.json" "the file is UTF-16 (little-endian" "as UTF-8"
+literal .train_module.optim.lr 1e400 "$tmp/e400.json"
+line=$(grep -n '1e400' "$tmp/e400.json" | cut -d: -f1)
+col=$(grep '1e400' "$tmp/e400.json" | sed 's/1e400.*//' | wc -c)  # characters before it, plus 1
+refused "lr 1e400" "$tmp/e400.json" \
+  "$tmp/e400.json:$line:$col: not valid JSON: the number 1e400 is beyond the range of a double"
+head -c 300 "$P1" > "$tmp/cut.json"
+refused "a config.json cut short" "$tmp/cut.json" ": not valid JSON: syntax error" \
+  "unexpected end of input"
+for f in "$tmp/e400.json" "$tmp/cut.json"; do
+  "$BIN" plan "$f" > /dev/null 2> "$tmp/err"
+  check "no JSON library wording for $(basename "$f"): $(cat "$tmp/err")" \
+    '! grep -q "json.exception" "$tmp/err"'
+done
+
+# AdamW's numbers given as null: OLMo-core hands None to torch, which fails; refused, not defaulted
+for k in betas lr eps weight_decay; do
+  edit ".train_module.optim.$k = null" "$tmp/null-$k.json"
+  refused "optim.$k null" "$tmp/null-$k.json" "train_module.optim.$k" "null: OLMo-core passes None"
+done
+
+# rank_microbatch_size: negative refused; under one instance (0 included) said as such
+literal .train_module.rank_microbatch_size -5 "$tmp/rmb-neg.json"
+refused "rank_microbatch_size -5" "$tmp/rmb-neg.json" "train_module.rank_microbatch_size" \
+  "expected a number of tokens >= 0"
+for v in 0 4096; do
+  literal .train_module.rank_microbatch_size $v "$tmp/rmb.json"
+  "$BIN" import-config "$tmp/rmb.json" > "$tmp/rmb.yaml" 2> "$tmp/err"; rc=$?
+  check "rank_microbatch_size $v: 1 instance, said why (rc $rc: $(grep micro_batch_instances "$tmp/rmb.yaml"))" \
+    "[ $rc -eq 0 ] && grep -q 'micro_batch_instances: 1 .*rank_microbatch_size = $v tokens is less than one instance of dataset.sequence_length' '$tmp/rmb.yaml'"
+done
+
 # import-config --out: never the input, an existing file only with --force
 cp "$P1" "$tmp/in.json"; sum=$(md5sum < "$tmp/in.json")
 "$BIN" import-config "$tmp/in.json" --out "$tmp/in.json" > /dev/null 2> "$tmp/err"; rc=$?
@@ -166,11 +202,31 @@ check "import-config --out EXISTING exits 2 without --force (rc $rc)" \
 check "import-config --out EXISTING --force replaces it (rc $rc)" \
   '[ $rc -eq 0 ] && grep -q "^model:" "$tmp/exists.yaml"'
 
-# the YAML side: data.seed must be a non-negative integer written as one
-for v in -1 1.5e3; do
-  "$BIN" plan "$ROOT/configs/demo.yaml" --set "data.seed=$v" > /dev/null 2> "$tmp/err"; rc=$?
-  check "YAML data.seed=$v exits 2 naming data.seed (rc $rc: $(head -c 200 "$tmp/err"))" \
-    '[ $rc -eq 2 ] && grep -q "data.seed" "$tmp/err"'
+# the YAML side: data.seed and init.seed must be non-negative integers written as such
+for key in data.seed init.seed; do
+  for v in -1 1.5e3; do
+    "$BIN" plan "$ROOT/configs/demo.yaml" --set "$key=$v" > /dev/null 2> "$tmp/err"; rc=$?
+    check "YAML $key=$v exits 2 naming $key (rc $rc: $(head -c 200 "$tmp/err"))" \
+      '[ $rc -eq 2 ] && grep -q "config key .$key.: expected" "$tmp/err"'
+  done
+  "$BIN" plan "$ROOT/configs/demo.yaml" --set "$key=1.5e3" > /dev/null 2> "$tmp/err"
+  check "YAML $key=1.5e3: an integer seed is expected ($(cat "$tmp/err"))" \
+    'grep -q "config key .$key.: expected an integer seed (digits, below 2^6[34]), got .1.5e3." "$tmp/err"'
 done
+sed 's/^  seed: 0$/  seed: 1.5e3/' "$ROOT/configs/demo.yaml" > "$tmp/seedf.yaml"
+check "the YAML has init.seed 1.5e3" 'grep -q "^  seed: 1.5e3$" "$tmp/seedf.yaml"'
+"$BIN" plan "$tmp/seedf.yaml" > /dev/null 2> "$tmp/err"; rc=$?
+check "a YAML file with init.seed: 1.5e3 exits 2 (rc $rc: $(cat "$tmp/err"))" \
+  '[ $rc -eq 2 ] && grep -q "seedf.yaml: config key .init.seed.: expected an integer seed (digits, below 2^64), got .1.5e3." "$tmp/err"'
+"$BIN" plan "$ROOT/configs/demo.yaml" --set init.seed=18446744073709551615 > /dev/null 2> "$tmp/err"
+check "init.seed 2^64 - 1 is a seed ($(cat "$tmp/err"))" '[ $? -eq 0 ]'
+iconv -f UTF-8 -t UTF-16 "$ROOT/configs/demo.yaml" > "$tmp/utf16.yaml"
+"$BIN" train "$tmp/utf16.yaml" --run-dir "$tmp/run16" > /dev/null 2> "$tmp/err"; rc=$?
+check "a UTF-16 YAML exits 2 saying so, no run directory (rc $rc: $(cat "$tmp/err"))" \
+  '[ $rc -eq 2 ] && grep -q "utf16.yaml: the file is UTF-16 (little-endian" "$tmp/err" && [ ! -e "$tmp/run16" ]'
+iconv -f UTF-8 -t UTF-16BE "$ROOT/configs/demo.yaml" > "$tmp/utf16be.yaml"
+"$BIN" plan "$tmp/utf16be.yaml" > /dev/null 2> "$tmp/err"; rc=$?
+check "a UTF-16 YAML without a byte-order mark exits 2 saying so (rc $rc: $(cat "$tmp/err"))" \
+  '[ $rc -eq 2 ] && grep -q "utf16be.yaml: the file holds NUL bytes .*UTF-16 or UTF-32" "$tmp/err"'
 
 cli_finish

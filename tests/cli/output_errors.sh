@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Output that cannot be written is an error: stdout on a full device (/dev/full) exits 2 with
 # "writing to standard output failed" for every command that prints (plan, import-config, compare,
-# data batch); a file path that is a device, a FIFO or a link to one is refused naming it and left
+# data batch, eval, generate, decon); a file path that is a device, a FIFO or a link to one is refused naming it and left
 # as it was, never replaced by a regular file (import-config --out to the full device with --force
 # says no "wrote").   usage: output_errors.sh <replica-binary> <repo-root>
 set -u
@@ -27,6 +27,16 @@ full "data batch" "$BIN" data batch 0 --data-paths "$tmp/paths.txt" --seq-len 16
   --tokenizer none
 printf '{"step": 1, "loss": 2.5}\n' > "$tmp/m.jsonl"
 full "compare" "$BIN" compare "$tmp/m.jsonl" "$tmp/m.jsonl"
+# The model commands: eval and generate (JSON, and generate's streamed text), decon.
+MODEL=$ROOT/tests/data/olmo3/tiny-mha
+head -n 3 "$ROOT/data/eval/sotu_heldout_ppl.jsonl" > "$tmp/held.jsonl"
+full "eval --json" "$BIN" eval --model "$MODEL" --tokenizer bytes --seq-len 64 --eval "$tmp/held.jsonl" \
+  --json --no-progress
+full "generate --json" "$BIN" generate --model "$MODEL" --tokenizer bytes --prompt hello \
+  --max-new-tokens 4 --json
+full "generate" "$BIN" generate --model "$MODEL" --tokenizer bytes --prompt hello --max-new-tokens 4
+full "decon --json" "$BIN" decon --train "$tmp/tokens.npy" --tokenizer bytes --eval "$tmp/held.jsonl" \
+  --json --no-progress
 # The same commands to a pipe that reads everything succeed.
 "$BIN" plan "$ROOT/configs/demo.yaml" --json | cat > /dev/null
 check "plan --json | cat: exit ${PIPESTATUS[0]}" "[ ${PIPESTATUS[0]} -eq 0 ]"

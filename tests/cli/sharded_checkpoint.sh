@@ -101,8 +101,16 @@ if [ $have_mpi = 1 ]; then
     check "$spec on rank $rank: no complete step 20" '[ ! -f "$(final "$dir")/DONE" ]'
     "$BIN" convert --from "$dir/checkpoints/step-00000010" --to "$dir.hf" --tokenizer none > /dev/null 2> "$tmp/err" \
       || { echo "FAIL: $spec on rank $rank: step 10 does not verify: $(cat "$tmp/err")"; fail=1; }
+    : > "$dir.log"  # the resume's output alone
     run 2 "$dir" || { echo "FAIL: $spec resume exit $?"; cat "$dir.log"; fail=1; continue; }
     grep -q "resuming from .*step-00000010" "$dir.log" || { echo "FAIL: $spec: did not resume from 10"; cat "$dir.log"; fail=1; }
+    # The skipped step 20 is reported once for the job, by rank 0, not once per rank.
+    skips=$(grep -c "skipping checkpoint .*step-00000020" "$dir.log")
+    if [ "$spec" = checkpoint:20:before-done ]; then
+      check "$spec: the skip of step 20 is reported once, not per rank (got $skips)" '[ "$skips" -eq 1 ]'
+    else
+      check "$spec: the skip of step 20 is reported at most once (got $skips)" '[ "$skips" -le 1 ]'
+    fi
     same_run "rank $rank killed in checkpoint 20 ($spec), resumed on 2" "$tmp/R1" "$dir"
   done
   src=$(final "$tmp/R4")

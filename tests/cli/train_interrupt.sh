@@ -57,9 +57,10 @@ interrupted_step() { sed -n 's/^interrupted at step \([0-9]*\) (SIG[A-Z0-9]*): c
 "$BIN" train "$tmp/tiny.yaml" --run-dir "$tmp/A" > "$tmp/A.log" 2>&1 \
   || { echo "FAIL: straight run: $(cat "$tmp/A.log")"; exit 1; }
 
-# SIGINT, SIGTERM, SIGUSR1 (SLURM's warning before pre-emption): checkpoint, message, 128 + signal.
+# SIGINT, SIGTERM, SIGHUP (the terminal went away), SIGUSR1 (SLURM's warning before pre-emption):
+# checkpoint, message, 128 + signal.
 extra=()
-for case in "INT 130" "TERM 143" "USR1 138"; do
+for case in "INT 130" "TERM 143" "HUP 129" "USR1 138"; do
   set -- $case
   sig=$1 code=$2 dir=$tmp/$1
   interrupt "$dir" "$sig"
@@ -107,11 +108,11 @@ check "fresh start: earlier metrics moved to metrics.jsonl.1" \
 check "fresh start: says so" "grep -q 'moved to .*metrics.jsonl.1' $tmp/fresh.log"
 check "fresh start: new metrics" "[ \$(wc -l < $tmp/fresh/metrics.jsonl) -eq 3 ]"
 
-# replica launch, 2 ranks: SIGTERM and SIGINT reach every rank through mpirun; the job checkpoints
-# one step, launch logs it and exits 128 + signal; nothing keeps running, the run lock is free and
-# a rerun resumes bit-identical.
+# replica launch, 2 ranks: SIGTERM, SIGINT and SIGHUP reach every rank through mpirun; the job
+# checkpoints one step, launch logs it and exits 128 + signal; nothing keeps running, the run lock
+# is free and a rerun resumes bit-identical.
 if command -v mpirun > /dev/null; then
-  for case in "TERM 143" "INT 130"; do
+  for case in "TERM 143" "INT 130" "HUP 129"; do
     set -- $case
     sig=$1 code=$2 dir=$tmp/L$1
     "$BIN" launch --ranks 2 -- train "$tmp/tiny.yaml" --run-dir "$dir" > "$dir.log" 2>&1 &
@@ -133,6 +134,31 @@ if command -v mpirun > /dev/null; then
       || { echo "FAIL: launch SIG$sig: rerun did not resume from step $n"; tail -20 "$dir.resume.log"; fail=1; }
     same "launch SIG$sig at step $n + rerun" "$tmp/A" "$dir"
   done
+
+  # A second signal to launch goes on as SIGTERM: the ranks stop at once. Launch still exits
+  # 128 + the first signal and says so; no process or lock is left, and a rerun resumes from a
+  # complete checkpoint (every 10 steps here) onto the same trajectory.
+  dir=$tmp/Ltwice
+  "$BIN" launch --ranks 2 -- train "$tmp/tiny.yaml" --run-dir "$dir" --set checkpoint.interval=10 \
+    > "$dir.log" 2>&1 &
+  pid=$!
+  wait_lines "$dir/metrics.jsonl" 20 $pid || { echo "FAIL: launch twice ended before 20 steps"; fail=1; }
+  kill -INT $pid
+  sleep 0.05
+  kill -TERM $pid
+  wait $pid
+  rc=$?
+  check "launch INT then TERM: exit $rc, expected 130" "[ $rc -eq 130 ]"
+  check "launch INT then TERM: launch.log: $(tail -1 "$dir/launch.log")" \
+    "grep -q 'interrupted by SIGINT (twice): forwarded to mpirun.s process group as SIGUSR1, then SIGTERM' $dir/launch.log"
+  sleep 0.5
+  check "launch INT then TERM: no process left" "! pgrep -f -- '--run-dir $dir' > /dev/null"
+  "$BIN" launch --ranks 2 -- train "$tmp/tiny.yaml" --run-dir "$dir" --set checkpoint.interval=10 \
+    > "$dir.resume.log" 2>&1 \
+    || { echo "FAIL: launch twice: rerun: $(tail -20 "$dir.resume.log")"; fail=1; }
+  r=$(sed -n 's/^resuming from .*step-0*\([0-9][0-9]*\) .*/\1/p' "$dir.resume.log" | head -1)
+  check "launch twice: the rerun resumed from a complete checkpoint (got '$r')" "[ -n '$r' ]"
+  same_runs "launch INT then TERM + rerun" "$tmp/A" "$dir"
 else
   echo "note: no mpirun, launch cases skipped"
 fi

@@ -123,8 +123,8 @@ TEST(TokenizeToDisk, BadInputNamesFileAndLineAndWritesNothing) {
   WriteFileAtomic(in + "/latin1.txt", "caf\xE9\n");
   fs::create_directories(in + "/dup");
   WriteFileAtomic(in + "/dup/good.jsonl", "{\"text\": \"again\"}\n");
-  ExpectFails({in + "/good.jsonl", in + "/broken.jsonl"}, "broken.jsonl:3: malformed JSON",
-              Dir("bad_out1"));
+  ExpectFails({in + "/good.jsonl", in + "/broken.jsonl"},
+              "broken.jsonl:3: not valid JSON at column 10", Dir("bad_out1"));
   ExpectFails({in + "/notext.jsonl"}, "notext.jsonl:2: missing field \"text\"", Dir("bad_out2"));
   ExpectFails({in + "/number.jsonl"}, "number.jsonl:1: field \"text\" is not a string",
               Dir("bad_out3"));
