@@ -20,6 +20,7 @@
 #include "data/data_order.h"
 #include "data/fsl_dataset.h"
 #include "data/numpy_rng.h"
+#include "data/python_random.h"
 #include "run/olmo_core_config.h"
 #include "run/run_config.h"
 #include "tokenizer/tokenizer_registry.h"
@@ -147,6 +148,7 @@ struct BatchArgs {
   int64_t seq_len = 0;
   uint64_t seed = 0, global_batch = 0, global_batch_tokens = 0, head_tokens = 16;
   std::string dtype = "uint32", tokenizer = "dolma2";
+  std::string source_permutation_seed;  // with --data-paths: the files' order shuffled
   uint64_t vocab_size = 100278;
   int64_t eos_id = 100257, pad_id = 100277, bos_id = -1, max_target_seq_len = -1;
   bool json = false, seed_given = false;
@@ -190,6 +192,9 @@ int RunBatch(BatchArgs a) {
   data::OlmoCoreFingerprintFields fp{a.vocab_size, a.pad_id, a.eos_id, a.bos_id,
                                      a.max_target_seq_len};
   if (!a.config.empty()) {
+    Require(a.source_permutation_seed.empty(),
+            "--source-permutation-seed goes with --data-paths; a config sets its own "
+            "(data.source_permutation_seed, OLMo-core's dataset.source_permutation_seed)");
     const nlohmann::json j = ReadOlmoCoreConfig(a.config);
     if (!j.is_null()) {
       const OlmoCoreImport im = ImportOlmoCoreConfig(j, a.config, a.import);
@@ -200,7 +205,9 @@ int RunBatch(BatchArgs a) {
               why);
       Require(im.global_batch_instances > 0 && im.seq_len > 0,
               "{}: no sequence length or global batch", a.config);
-      o.paths = im.data_paths;
+      o.paths = im.source_permutation_seed.empty()
+                    ? im.data_paths
+                    : PermuteSourceFiles(ExpandDataPaths(im.data_paths), im.source_permutation_seed);
       o.seq_len = im.seq_len;
       o.dtype = data::ParseDtype(im.dtype);
       o.seed = im.seed;
@@ -210,10 +217,11 @@ int RunBatch(BatchArgs a) {
     } else {
       Require(a.import.data_paths_file.empty(),
               "--data-paths replaces an OLMo-core config's data; a YAML config names its own");
+
       const RunConfig c = RunConfig::Load(a.config, a.sets);
       Require(c.data.mixture.empty(),
               "{}: data.mixture: batch lookup reads plain data.paths datasets only", a.config);
-      o.paths = ExpandDataPaths(c.data.paths);
+      o.paths = TrainingFiles(c);  // expanded, in data.source_permutation_seed's order
       o.seq_len = c.data.seq_len;
       o.dtype = data::ParseDtype(c.data.dtype);
       o.seed = static_cast<uint64_t>(c.data.seed);
@@ -240,6 +248,12 @@ int RunBatch(BatchArgs a) {
         }
       }
       o.paths.push_back(best ? to + p.substr(best) : p);
+    }
+    if (!a.source_permutation_seed.empty()) {
+      Require(data::PythonRandomFromText(a.source_permutation_seed).has_value(),
+              "--source-permutation-seed: expected an integer (decimal digits, optionally '-', "
+              "magnitude below 2^64), got '{}'", a.source_permutation_seed);
+      o.paths = PermuteSourceFiles(o.paths, a.source_permutation_seed);
     }
     o.seq_len = a.seq_len;
     o.dtype = data::ParseDtype(a.dtype);
@@ -394,6 +408,9 @@ CommandRegistration reg(
       AddTokenFileOptions(*batch, ba->seq_len, ba->dtype, with_paths);
       AddOrderOptions(*batch, ba->seed, ba->global_batch, with_paths)
           .first->each([ba](const std::string&) { ba->seed_given = true; });
+      batch->add_option("--source-permutation-seed", ba->source_permutation_seed,
+                        "with --data-paths: read the files in the order Python's "
+                        "random.Random(SEED).shuffle gives (OLMo-core's source_permutation_seed)");
       batch->add_option("--global-batch-tokens", ba->global_batch_tokens,
                         "with --data-paths: tokens per global batch (OLMo-core global_batch_size)");
       batch->add_option("--vocab-size", ba->vocab_size,

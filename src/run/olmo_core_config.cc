@@ -181,6 +181,7 @@ OlmoCoreImport Importer::Run(const json& root) {
                    ? r_.dtype.value
                    : (r_.tok_vocab.set && r_.tok_vocab.value > 65536 ? "uint32" : "uint16");
   out_.seed = static_cast<uint64_t>(std::max<int64_t>(0, r_.data_seed.value));
+  out_.source_permutation_seed = r_.source_permutation_seed.value;
   if (r_.seq_len.value > 0 && r_.global_batch_tokens.value % r_.seq_len.value == 0)
     out_.global_batch_instances =
         static_cast<uint64_t>(r_.global_batch_tokens.value / r_.seq_len.value);

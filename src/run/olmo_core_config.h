@@ -59,6 +59,7 @@ struct OlmoCoreImport {
   int64_t seq_len = 0;
   std::string dtype = "uint32";
   uint64_t seed = 0;
+  std::string source_permutation_seed;  // "" (None) or a Python integer: the file order's shuffle
   uint64_t global_batch_instances = 0;
   uint64_t tokenizer_vocab_size = 0;
   int64_t eos_token_id = -1, pad_token_id = -1, bos_token_id = -1;

@@ -152,6 +152,16 @@ void Importer::Dataset(const json& j, const std::string& path) {
     else
       Refuse(o.At("dtype"), fmt::format("'{}': replica reads uint16 or uint32 token files", *v));
   }
+  if (const json* s = o.Take("source_permutation_seed")) {
+    // Any Python int seeds random.Random; a JSON integer is one (a float, string or integer
+    // beyond 64 bits is not).
+    if (s->is_number_integer())
+      r_.source_permutation_seed.Set(s->dump(), o.At("source_permutation_seed"));
+    else
+      Refuse(o.At("source_permutation_seed"),
+             fmt::format("expected an integer seed below 2^64 in magnitude, got {}",
+                         s->dump().substr(0, 100)));
+  }
   const bool expand_glob = o.Bool("expand_glob").value_or(false);
   std::optional<std::string> mix = o.Str("mix");
   std::optional<std::string> base = o.Str("mix_base_dir");

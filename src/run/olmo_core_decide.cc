@@ -260,6 +260,9 @@ void Importer::DecideData(Decided& d) {
   }
   if (r_.seq_len.set) add("data.seq_len", std::to_string(r_.seq_len.value), r_.seq_len.path);
   if (r_.data_seed.set) add("data.seed", std::to_string(r_.data_seed.value), r_.data_seed.path);
+  if (r_.source_permutation_seed.set)
+    add("data.source_permutation_seed", Quote(r_.source_permutation_seed.value),
+        r_.source_permutation_seed.path);
   d.dtype =
       r_.dtype.set ? r_.dtype.value
                    : (r_.tok_vocab.set && r_.tok_vocab.value > 65536 ? "uint32" : "uint16");

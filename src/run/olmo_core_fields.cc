@@ -118,9 +118,7 @@ std::vector<ClassRule> Build() {
       Accepted("metadata", "per-file metadata attached to instances; not used in training"),
       Accepted("include_instance_metadata", "instance metadata is not used in training"),
       Refused("instance_filter_config", "replica does not mask repetitive instances"),
-      Refused("source_permutation_seed",
-              "OLMo-core shuffles the order of the source files with it; replica reads them in "
-              "the order given"),
+      Mapped("source_permutation_seed", "data.source_permutation_seed"),
       Accepted("work_dir", kDataCache),
       Accepted("ignore_fingerprint_mismatch", kFingerprint),
   };

@@ -94,6 +94,7 @@ struct Recipe {
   std::vector<std::string> data_paths;
   std::string data_paths_from;  // JSON path or file the list came from
   bool data_resolved = false;
+  Src<std::string> source_permutation_seed;  // a Python integer, in decimal
   // data loader
   Src<int64_t> global_batch_tokens, data_seed;
   // train module

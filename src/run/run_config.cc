@@ -75,6 +75,9 @@ const std::vector<Field>& Fields() {
        "token files or globs (numpy format), in mix order"},
       {"data.seq_len", Kind::kInt, true, REF(data.seq_len), "tokens per instance"},
       {"data.seed", Kind::kSeed, true, REF(data.seed), "data order seed (shuffle uses seed + epoch)"},
+      {"data.source_permutation_seed", Kind::kString, true, REF(data.source_permutation_seed),
+       "read data.paths' files in the order Python's random.Random(seed).shuffle gives "
+       "(OLMo-core's source_permutation_seed); empty: in the order given"},
       {"data.dtype", Kind::kString, true, REF(data.dtype), "token file dtype: uint32 or uint16"},
       {"data.mixture", Kind::kMixture, false, REF(data.mixture),
        "weighted sources instead of data.paths: [{name, paths, weight | tokens, max_repetition}]"},
@@ -587,6 +590,15 @@ ModelConfig ResolveModel(const std::vector<Entry>& entries, const std::string& s
   return ModelConfig::FromHfJson(j, name);
 }
 
+// A Python integer in decimal whose magnitude fits 64 bits: "123", "-7" (random.Random(seed)).
+bool IsPythonSeed(const std::string& t) {
+  const size_t a = !t.empty() && t[0] == '-' ? 1 : 0;
+  uint64_t v = 0;
+  if (a == t.size() || t[a] < '0' || t[a] > '9') return false;
+  auto [end, ec] = std::from_chars(t.data() + a, t.data() + t.size(), v);
+  return ec == std::errc() && end == t.data() + t.size();
+}
+
 // `origin_of` maps each key given to the origin ("FILE" or "--set KEY") of its last value, so an
 // error blames where the value came from; keys left at their defaults are the file's.
 void Validate(RunConfig& c, const std::string& source,
@@ -674,6 +686,14 @@ void Validate(RunConfig& c, const std::string& source,
           "{}config key 'data.seed': expected >= 0, got {} (the data order is numpy's PCG64 seeded "
           "with seed + epoch, as in OLMo-core, and numpy refuses negative seeds)",
           W("data.seed"), c.data.seed);
+  Require(c.data.source_permutation_seed.empty() ||
+              IsPythonSeed(c.data.source_permutation_seed),
+          "{}config key 'data.source_permutation_seed': expected an integer (decimal digits, "
+          "optionally '-', magnitude below 2^64) or nothing, got '{}'",
+          W("data.source_permutation_seed"), c.data.source_permutation_seed);
+  Require(c.data.source_permutation_seed.empty() || c.data.mixture.empty(),
+          "{}config key 'data.source_permutation_seed': applies to data.paths, not to "
+          "data.mixture", W("data.source_permutation_seed"));
   Require(c.data.dtype == "uint32" || c.data.dtype == "uint16",
           "{}config key 'data.dtype': expected uint32 or uint16, got '{}'", W("data.dtype"),
           c.data.dtype);

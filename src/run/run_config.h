@@ -49,6 +49,10 @@ struct RunConfig {
     int64_t mixture_seed = 0;
     int64_t seq_len = 0;
     int64_t seed = 0;
+    // "" = the files in the order data.paths gives them; else a Python integer, and the expanded
+    // files are read in the order random.Random(seed).shuffle puts them (OLMo-core's
+    // source_permutation_seed; data/python_random.h).
+    std::string source_permutation_seed;
     std::string dtype = "uint32";   // uint32 | uint16
     bool check_vocab = true;        // refuse token ids >= model.vocab_size
   } data;

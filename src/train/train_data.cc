@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "data/fsl_dataset.h"
 #include "data/mixture.h"
+#include "data/python_random.h"
 
 namespace replica {
 namespace fs = std::filesystem;
@@ -33,10 +34,25 @@ std::vector<std::string> ExpandDataPaths(const std::vector<std::string>& pattern
   return out;
 }
 
+std::vector<std::string> PermuteSourceFiles(const std::vector<std::string>& files,
+                                            const std::string& seed) {
+  std::optional<data::PythonRandom> rng = data::PythonRandomFromText(seed);
+  Require(rng.has_value(), "config key 'data.source_permutation_seed': '{}' is no integer", seed);
+  // OLMo-core: order = list(range(n)); random.Random(seed).shuffle(order); paths[order[i]].
+  std::vector<uint64_t> order(files.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  data::PythonShuffle(*rng, order);
+  std::vector<std::string> out;
+  out.reserve(files.size());
+  for (uint64_t i : order) out.push_back(files[i]);
+  return out;
+}
+
 std::vector<std::string> TrainingFiles(const RunConfig& c) {
   std::vector<std::string> files;
   if (c.data.mixture.empty()) {
     files = ExpandDataPaths(c.data.paths);
+    if (!c.data.source_permutation_seed.empty()) files = PermuteSourceFiles(files, c.data.source_permutation_seed);
   } else {
     for (const auto& s : c.data.mixture) {
       auto f = ExpandDataPaths(s.paths);

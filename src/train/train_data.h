@@ -14,8 +14,14 @@ namespace replica {
 
 // Expands patterns in order, each glob sorted; Error naming a pattern that matches no file.
 std::vector<std::string> ExpandDataPaths(const std::vector<std::string>& patterns);
-// Every token file the run reads (data.paths, or all mixture sources' files), e.g. for the leak
-// guard. Error when the config names none.
+// The expanded files in the order OLMo-core reads them for data.source_permutation_seed
+// (random.Random(seed).shuffle of their positions).
+// `seed`: a Python integer in decimal (data.source_permutation_seed); Error naming it otherwise.
+std::vector<std::string> PermuteSourceFiles(const std::vector<std::string>& files,
+                                            const std::string& seed);
+// Every token file the run reads, in reading order (data.paths after
+// data.source_permutation_seed, or all mixture sources' files), e.g. for the leak guard. Error
+// when the config names none.
 std::vector<std::string> TrainingFiles(const RunConfig& config);
 std::shared_ptr<const data::InstanceDataset> OpenTrainingData(const RunConfig& config);
 // "12 file(s)" or "mixture of 3 sources (12 files)", for messages.
