@@ -237,6 +237,24 @@ def read_checkpoint(replica, step_dir, out_dir, path_map=()):
     return out_dir
 
 
+def write_olmo_core_checkpoint(replica, ckpt_dir, config_json, out_dir):
+    """tools/replica_to_olmo_core.py: the replica checkpoint `ckpt_dir` as an OLMo-core checkpoint
+    of the run of `config_json`."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    run([sys.executable, os.path.join(TOOLS, "replica_to_olmo_core.py"), ckpt_dir,
+         "--config", config_json, "--out", out_dir, "--replica", replica, "--json"])
+    return out_dir
+
+
+def olmo_core_from_replica(replica, tokens, tokenizer_json, replica_run, config_json, ckpt_out,
+                           run_out, step=30):
+    """replica's checkpoint of `step` written as an OLMo-core checkpoint, and OLMo-core's own
+    trainer resumed from it (to step 60)."""
+    write_olmo_core_checkpoint(replica, os.path.join(replica_run, "checkpoints",
+                                                     f"step-{step:08d}"), config_json, ckpt_out)
+    return olmo_core_train(run_out, tokens, tokenizer_json, resume_from=ckpt_out)
+
+
 def replica_train(replica, config_json, run_dir, path_maps=(), sets=(), env=None):
     shutil.rmtree(run_dir, ignore_errors=True)
     cmd = [replica, "train", config_json, "--run-dir", run_dir, "--quiet", "--json"]
@@ -318,9 +336,11 @@ def precision_sets(replica, config_json, want, notes):
     return [f"compute.precision={want}"]
 
 
-def run_all(replica, work, tokenizer_json, bf16=True, follow=True):
+def run_all(replica, work, tokenizer_json, bf16=True, follow=True, reverse=False):
     """Every run of the comparison, in `work` (follow=False: OLMo-core's runs and the checkpoints
-    read from them only). Returns the metrics, directories and what was noted."""
+    read from them only; reverse=True: also replica's fp32 step-30 checkpoint written as an
+    OLMo-core checkpoint and OLMo-core resumed from it, "fp32.from-replica", beside replica's
+    other runs). Returns the metrics, directories and what was noted."""
     os.makedirs(work, exist_ok=True)
     tokens = tokenize(replica, tokenizer_json, os.path.join(work, "tokens"))
     cap = other_cpu_capability()
@@ -376,14 +396,28 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True):
     cfg, _ = replica_config(replica, os.path.join(a, "config.json"), work, "fp32", r["notes"])
     start = [f"init.from_checkpoint={ck('fp32.step0')}", "init.reset_step=false"]
     r["replica"]["fp32"] = replica_train(replica, cfg, rp("fp32"), sets=start)
-    cfg, _ = replica_config(replica, os.path.join(c, "config.json"), work, "resume", r["notes"])
-    r["replica"]["fp32.resume"] = replica_train(replica, cfg, rp("fp32.resume"),
-                                                path_maps=[f"{step30}={ck('fp32.step30')}"])
-    if bf16:
-        cfg, _ = replica_config(replica, os.path.join(d, "config.json"), work, "bf16", r["notes"])
-        sets = [f"init.from_checkpoint={ck('bf16.step0')}", "init.reset_step=false"]
-        sets += precision_sets(replica, cfg, "bf16", r["notes"])
-        r["replica"]["bf16"] = replica_train(replica, cfg, rp("bf16"), sets=sets)
+    r["dirs"]["replica_fp32"] = rp("fp32")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # OLMo-core resuming from replica's checkpoint runs beside replica's other runs.
+        if reverse:
+            back = os.path.join(work, "olmo_core_checkpoints", "fp32.from-replica.step30")
+            rev = pool.submit(olmo_core_from_replica, replica, tokens, tokenizer_json, rp("fp32"),
+                              os.path.join(a, "config.json"), back, oc("fp32.from-replica"))
+        cfg, _ = replica_config(replica, os.path.join(c, "config.json"), work, "resume",
+                                r["notes"])
+        r["replica"]["fp32.resume"] = replica_train(replica, cfg, rp("fp32.resume"),
+                                                    path_maps=[f"{step30}={ck('fp32.step30')}"])
+        if bf16:
+            cfg, _ = replica_config(replica, os.path.join(d, "config.json"), work, "bf16",
+                                    r["notes"])
+            sets = [f"init.from_checkpoint={ck('bf16.step0')}", "init.reset_step=false"]
+            sets += precision_sets(replica, cfg, "bf16", r["notes"])
+            r["replica"]["bf16"] = replica_train(replica, cfg, rp("bf16"), sets=sets)
+        if reverse:
+            r["dirs"]["from_replica"] = rev.result()
+            r["dirs"]["from_replica_step30"] = back
+            r["olmo_core"]["fp32.from-replica"] = olmo_core_metrics(
+                os.path.join(oc("fp32.from-replica"), "metrics.jsonl"))
     return r
 
 
@@ -432,6 +466,17 @@ def comparisons(r):
                      for q in QUANTITIES},
     }
     out["resume"]["bound"] = bounds(out["resume"]["envelope"], ocm["fp32.resume"], steps)
+    if "fp32.from-replica" in ocm and "fp32" in rpm:
+        fr = ocm["fp32.from-replica"]
+        out["reverse"] = {
+            "steps": steps, "envelope": out["resume"]["envelope"],
+            # OLMo-core resumed from replica's step 30 against replica's own steps 31..60 (its
+            # values are float32: the half ulp around them), and against OLMo-core's straight run
+            "vs_replica": diffs(fr, rpm["fp32"], steps),
+            "bound": bounds(out["resume"]["envelope"], fr, steps),
+            "vs_straight": diffs(fr, ocm["fp32"], steps),
+            "bound_straight": bounds(out["resume"]["envelope"], ocm["fp32"], steps),
+        }
     if "fp32.resume" in rpm:
         out["resume"]["replica_resume_vs_olmo_core_resume"] = diffs(
             rpm["fp32.resume"], ocm["fp32.resume"], steps)
