@@ -417,15 +417,22 @@ def convert(args, path_map, tmp):
     if state.get("precision", "fp32") != precision:
         print(f"{PROG}: note: {state_path} was trained in {state.get('precision')}, "
               f"{args.config} trains in {precision}", file=sys.stderr)
+    # The model first (on the meta device): a checkpoint of another model is refused before the
+    # trainer and its data are built.
+    from olmo_core.nn.transformer import TransformerConfig
+    try:
+        meta_model = TransformerConfig.from_dict(config_dict["model"]).build(init_device="meta")
+    except Exception as e:  # noqa: BLE001 - OLMo-core refusing the config is bad input
+        raise BadInput(f"{args.config}: OLMo-core could not build its model "
+                       f"({type(e).__name__}: {e})")
+    hf_config = get_hf_config(meta_model)
+    check_same_model(ckpt_config_path, ckpt_config, hf_config, args.config)
     setup_environment(precision == "bf16")
     try:
         config, trainer = build_trainer(config_dict, paths, tmp)
     except Exception as e:  # noqa: BLE001 - OLMo-core refusing the config is bad input
         raise BadInput(f"{args.config}: OLMo-core could not build its trainer "
                        f"({type(e).__name__}: {e})")
-    model = trainer.train_module.model
-    hf_config = get_hf_config(model)
-    check_same_model(ckpt_config_path, ckpt_config, hf_config, args.config)
 
     loader = state["loader"]
     dl = trainer.data_loader

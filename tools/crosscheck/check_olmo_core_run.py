@@ -22,7 +22,8 @@ bf16 (plain and perturbed); reads its step-0 and step-30 checkpoints into replic
   reverse       replica's own fp32 step-30 checkpoint written for OLMo-core
                 (tools/replica_to_olmo_core.py): its train state, RNG states, DCP entries and param
                 groups against OLMo-core's own step-30 checkpoint, its tensors against replica's
-                bit for bit; OLMo-core's trainer resumed from it to step 60 against replica's own
+                bit for bit; OLMo-core's step 30 read into replica and written back, against
+                itself bit for bit; OLMo-core's trainer resumed from it to step 60 against replica's own
                 steps 31..60 and against OLMo-core's straight run, held to the same envelope, and
                 its step-60 state against OLMo-core resumed from its own step 30; bad input exits
                 2 naming the file, with nothing written (WORKDIR/reverse_summary.json: the first
@@ -336,6 +337,18 @@ def reverse_rows(r, cmp, replica, work):
          "identical" if steps_held == {float(adam_step)} else "differ", "identical",
          steps_held == {float(adam_step)})
 
+    trip_dir = r["dirs"]["round_trip_step30"]
+    trip, _ = dcp_entries(os.path.join(trip_dir, "model_and_optim"))
+    bad = sorted(k for k in set(trip) | set(want) if k not in trip or k not in want or not (
+        torch.equal(trip[k], want[k]) if isinstance(want[k], torch.Tensor)
+        else trip[k] == want[k]))
+    trip_state = torch.load(os.path.join(trip_dir, "train", "rank0.pt"), weights_only=False)
+    same, diff = same_train_state(trip_state, theirs)
+    emit(AREA, "reverse", f"OLMo-core's step 30 read into replica (olmo_core_checkpoint.py) and "
+         f"written back (replica_to_olmo_core.py): DCP entries not bit-equal to the original "
+         f"({len(want)} entries); train and RNG states {'identical' if same else 'differ: ' + str(diff)}",
+         len(bad), "== 0, states identical", not bad and same)
+
     c = cmp["reverse"]
     steps = c["steps"]
     perturbation = r["perturbation"]["fp32"]
@@ -367,54 +380,18 @@ def reverse_rows(r, cmp, replica, work):
             summary[name][q]["steps_outside"] = sum(x > y for x, y in zip(c[d][q], c[b][q]))
     with open(os.path.join(work, "reverse_summary.json"), "w", encoding="utf-8") as sf:
         json.dump(summary, sf, indent=2)
-    reverse_bad_input_rows(replica, ckpt, os.path.join(r["dirs"]["fp32"], "config.json"), work)
+    reverse_bad_input_rows(r["reverse_bad_input"])
 
 
-def reverse_bad_input_rows(replica, ckpt, config_json, work):
-    """tools/replica_to_olmo_core.py on bad input: exit 2, the message naming the file, nothing
-    written (neither --out nor a temporary directory)."""
-    base = os.path.join(work, "reverse_bad_input")
-    shutil.rmtree(base, ignore_errors=True)
-    os.makedirs(base)
-    cases = []
-
-    def variant(name):
-        d = os.path.join(base, name)
-        shutil.copytree(ckpt, d)
-        return d
-
-    cases.append(("no such checkpoint", os.path.join(base, "absent"), config_json, "absent"))
-    d = variant("interrupted")
-    os.remove(os.path.join(d, "DONE"))
-    cases.append(("a checkpoint without DONE (interrupted)", d, config_json, "interrupted"))
-    d = variant("truncated")
-    shard = sorted(x for x in os.listdir(d) if x.startswith("shard-"))[0]
-    with open(os.path.join(d, shard), "r+b") as fh:
-        fh.truncate(os.path.getsize(os.path.join(d, shard)) // 2)
-    cases.append(("a truncated shard", d, config_json, shard))
-    d = variant("no-state")
-    os.remove(os.path.join(d, "state.json"))
-    cases.append(("a checkpoint without state.json", d, config_json, "state.json"))
-    with open(config_json, encoding="utf-8") as cf:
-        other = json.load(cf)
-    other["model"]["n_layers"] = other["model"]["n_layers"] - 1
-    other_json = os.path.join(base, "other-model.config.json")
-    with open(other_json, "w", encoding="utf-8") as cf:
-        json.dump(other, cf)
-    cases.append(("config.json of another model (one layer fewer)", ckpt, other_json,
-                  "config.json"))
-    for what, src, cfg, named in cases:
-        out = os.path.join(base, "out", "step30")
-        proc = subprocess.run([sys.executable, os.path.join(f.TOOLS, "replica_to_olmo_core.py"),
-                               src, "--config", cfg, "--out", out, "--replica", replica],
-                              capture_output=True, text=True)
-        msg = next((line for line in reversed(proc.stderr.splitlines())
+def reverse_bad_input_rows(results):
+    """tools/replica_to_olmo_core.py on bad input (olmo_core_follow.reverse_bad_inputs): exit 2,
+    the message naming the file, nothing written (neither --out nor a temporary directory)."""
+    for case in results:
+        msg = next((line for line in reversed(case["stderr"].splitlines())
                     if line.startswith("replica_to_olmo_core.py: error:")), "")
-        parent = os.path.dirname(out)
-        left = os.listdir(parent) if os.path.isdir(parent) else []
-        ok = proc.returncode == 2 and named in msg and not os.path.exists(out) and not left
-        emit(AREA, "reverse", f"bad input, {what}: exit {proc.returncode}, message "
-             f"'{msg[:170]}'", proc.returncode, f"== 2, naming {named}, nothing written", ok)
+        ok = case["rc"] == 2 and case["named"] in msg and not case["written"]
+        emit(AREA, "reverse", f"bad input, {case['what']}: exit {case['rc']}, message "
+             f"'{msg[:170]}'", case["rc"], f"== 2, naming {case['named']}, nothing written", ok)
 
 
 def regenerated_rows(r, cmp):

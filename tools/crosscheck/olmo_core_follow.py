@@ -255,6 +255,51 @@ def olmo_core_from_replica(replica, tokens, tokenizer_json, replica_run, config_
     return olmo_core_train(run_out, tokens, tokenizer_json, resume_from=ckpt_out)
 
 
+def reverse_bad_inputs(replica, ckpt, config_json, base):
+    """tools/replica_to_olmo_core.py on five bad inputs made from the replica checkpoint `ckpt`
+    and OLMo-core's `config_json`: [{what, named (the file the message must name), rc, stderr,
+    written (what it left beside --out)}]."""
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    cases = []
+
+    def variant(name):
+        d = os.path.join(base, name)
+        shutil.copytree(ckpt, d)
+        return d
+
+    cases.append(("no such checkpoint", os.path.join(base, "absent"), config_json, "absent"))
+    d = variant("interrupted")
+    os.remove(os.path.join(d, "DONE"))
+    cases.append(("a checkpoint without DONE (interrupted)", d, config_json, "interrupted"))
+    d = variant("truncated")
+    shard = sorted(x for x in os.listdir(d) if x.startswith("shard-"))[0]
+    with open(os.path.join(d, shard), "r+b") as fh:
+        fh.truncate(os.path.getsize(os.path.join(d, shard)) // 2)
+    cases.append(("a truncated shard", d, config_json, shard))
+    d = variant("no-state")
+    os.remove(os.path.join(d, "state.json"))
+    cases.append(("a checkpoint without state.json", d, config_json, "state.json"))
+    with open(config_json, encoding="utf-8") as cf:
+        other = json.load(cf)
+    other["model"]["n_layers"] = other["model"]["n_layers"] - 1
+    other_json = os.path.join(base, "other-model.config.json")
+    with open(other_json, "w", encoding="utf-8") as cf:
+        json.dump(other, cf)
+    cases.append(("config.json of another model (one layer fewer)", ckpt, other_json,
+                  "config.json"))
+    out = []
+    for i, (what, src, cfg, named) in enumerate(cases):
+        dst = os.path.join(base, f"out-{i}", "step30")
+        proc = subprocess.run([sys.executable, os.path.join(TOOLS, "replica_to_olmo_core.py"),
+                               src, "--config", cfg, "--out", dst, "--replica", replica],
+                              capture_output=True, text=True)
+        parent = os.path.dirname(dst)
+        out.append({"what": what, "named": named, "rc": proc.returncode, "stderr": proc.stderr,
+                    "written": os.listdir(parent) if os.path.isdir(parent) else []})
+    return out
+
+
 def replica_train(replica, config_json, run_dir, path_maps=(), sets=(), env=None):
     shutil.rmtree(run_dir, ignore_errors=True)
     cmd = [replica, "train", config_json, "--run-dir", run_dir, "--quiet", "--json"]
@@ -380,6 +425,12 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True, reverse=False
                                                 ck("fp32.step0")),
                  "ckpt_fp32_step30": pool.submit(read_checkpoint, replica, step30,
                                                  ck("fp32.step30"))}
+        if reverse:
+            # OLMo-core's own step 30, read into replica and written back (the read was queued
+            # first, so it runs before or beside this job, never after it)
+            trip = pool.submit(lambda: write_olmo_core_checkpoint(
+                replica, reads["ckpt_fp32_step30"].result(), os.path.join(a, "config.json"),
+                os.path.join(work, "olmo_core_checkpoints", "fp32.step30.round-trip")))
         if bf16:
             jobs["bf16"].result()
             reads["ckpt_bf16_step0"] = pool.submit(read_checkpoint, replica,
@@ -389,6 +440,8 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True, reverse=False
             job.result()  # re-raises a run's failure
     r["dirs"].update({"fp32": a, "resume": c, **({"bf16": d} if bf16 else {})})
     r["dirs"].update({k: v.result() for k, v in reads.items()})
+    if reverse:
+        r["dirs"]["round_trip_step30"] = trip.result()
     r["olmo_core"] = {n: olmo_core_metrics(os.path.join(oc(n), "metrics.jsonl")) for n in jobs}
     r["replica"] = {}
     if not follow:
@@ -397,12 +450,17 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True, reverse=False
     start = [f"init.from_checkpoint={ck('fp32.step0')}", "init.reset_step=false"]
     r["replica"]["fp32"] = replica_train(replica, cfg, rp("fp32"), sets=start)
     r["dirs"]["replica_fp32"] = rp("fp32")
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # OLMo-core resuming from replica's checkpoint runs beside replica's other runs.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # OLMo-core resuming from replica's checkpoint, and the converter's bad-input probes, run
+        # beside replica's other runs.
         if reverse:
             back = os.path.join(work, "olmo_core_checkpoints", "fp32.from-replica.step30")
             rev = pool.submit(olmo_core_from_replica, replica, tokens, tokenizer_json, rp("fp32"),
                               os.path.join(a, "config.json"), back, oc("fp32.from-replica"))
+            probes = pool.submit(reverse_bad_inputs, replica,
+                                 os.path.join(rp("fp32"), "checkpoints", "step-00000030"),
+                                 os.path.join(a, "config.json"),
+                                 os.path.join(work, "reverse_bad_input"))
         cfg, _ = replica_config(replica, os.path.join(c, "config.json"), work, "resume",
                                 r["notes"])
         r["replica"]["fp32.resume"] = replica_train(replica, cfg, rp("fp32.resume"),
@@ -416,6 +474,7 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True, reverse=False
         if reverse:
             r["dirs"]["from_replica"] = rev.result()
             r["dirs"]["from_replica_step30"] = back
+            r["reverse_bad_input"] = probes.result()
             r["olmo_core"]["fp32.from-replica"] = olmo_core_metrics(
                 os.path.join(oc("fp32.from-replica"), "metrics.jsonl"))
     return r
