@@ -19,6 +19,15 @@ bf16 (plain and perturbed); reads its step-0 and step-30 checkpoints into replic
                 to OLMo-core's own resume
   checkpoint    the replica checkpoint holds OLMo-core's tensors bit for bit; bad DCP directories
                 exit 2 naming the file, with nothing written
+  reverse       replica's own fp32 step-30 checkpoint written for OLMo-core
+                (tools/replica_to_olmo_core.py): its train state, RNG states, DCP entries and param
+                groups against OLMo-core's own step-30 checkpoint, its tensors against replica's
+                bit for bit; OLMo-core's step 30 read into replica and written back, against
+                itself bit for bit; OLMo-core's trainer resumed from it to step 60 against replica's own
+                steps 31..60 and against OLMo-core's straight run, held to the same envelope, and
+                its step-60 state against OLMo-core resumed from its own step 30; bad input exits
+                2 naming the file, with nothing written (WORKDIR/reverse_summary.json: the first
+                and largest differences)
   regenerated   this run's OLMo-core metrics and step-0 weights against the committed fixture
                 (tests/data/reference/olmo_core_run), within the committed envelope
 
@@ -96,10 +105,10 @@ def lr_row(case, label, a, b, steps):
          "<= 1 (lr is a function of the step)", ratio <= 1)
 
 
-def skipped_row(case, label, a, b, steps):
+def skipped_row(case, label, a, b, steps, names=("replica", "OLMo-core")):
     sa = [s for s in steps if a[s]["skipped"]]
     sb = [s for s in steps if b[s]["skipped"]]
-    emit(AREA, case, f"{label} skipped steps (replica {sa}, OLMo-core {sb})",
+    emit(AREA, case, f"{label} skipped steps ({names[0]} {sa}, {names[1]} {sb})",
          "identical" if sa == sb else "differ", "identical", sa == sb)
 
 
@@ -188,6 +197,203 @@ def bad_input_rows(replica, step_dir, work):
              f"'{msg[:160]}'", proc.returncode, f"== 2, naming {named}, nothing written", ok)
 
 
+def replica_checkpoint_tensors(ckpt):
+    """{HF name: (params, m, v)} of a replica checkpoint (format version 2, any world size): each
+    shard's floats of the flat layout, in rank order, cut by the manifest's layout."""
+    import struct
+    with open(os.path.join(ckpt, "MANIFEST.json"), encoding="utf-8") as mf:
+        sh = json.load(mf)["sharded"]
+    flat = {k: [] for k in ("params", "adam_m", "adam_v")}
+    for shard in sh["shards"]:
+        with open(os.path.join(ckpt, shard["file"]), "rb") as fh:
+            n = struct.unpack("<Q", fh.read(8))[0]
+            header = json.loads(fh.read(n))
+            for k in flat:
+                lo, hi = header[k]["data_offsets"]
+                fh.seek(8 + n + lo)
+                flat[k].append(np.frombuffer(fh.read(hi - lo), dtype=np.float32))
+    flat = {k: np.concatenate(v) for k, v in flat.items()}
+    out = {}
+    for name, offset, shape in sh["layout"]:
+        size = int(np.prod(shape))
+        out[name] = tuple(flat[k][offset:offset + size].reshape(shape)
+                          for k in ("params", "adam_m", "adam_v"))
+    return out, int(sh["adam_step"])
+
+
+def dcp_entries(dcp_dir):
+    """Every entry of an OLMo-core DCP directory: {key: tensor or value}, and its metadata."""
+    import torch
+    from olmo_core.distributed.checkpoint import get_checkpoint_metadata, load_state_dict
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+    md = get_checkpoint_metadata(dcp_dir)
+    state = {k: (torch.empty(v.size, dtype=v.properties.dtype)
+                 if isinstance(v, TensorStorageMetadata) else None)
+             for k, v in md.state_dict_metadata.items()}
+    load_state_dict(dcp_dir, state)
+    return state, md
+
+
+def same_rng(a, b):
+    """Whether two OLMo-core `rng` train-state entries hold the same states (python, numpy,
+    torch, cuda), bit for bit."""
+    import torch
+    for lib in sorted(set(a) | set(b)):
+        x, y = a.get(lib), b.get(lib)
+        if x is None or y is None:
+            if x is not y:
+                return False
+            continue
+        if tuple(x["version"]) != tuple(y["version"]):
+            return False
+        sx, sy = x["state"], y["state"]
+        if isinstance(sx, torch.Tensor):
+            if not torch.equal(sx, sy):
+                return False
+        elif repr(sx) != repr(sy):
+            return False
+    return True
+
+
+# The harness's own per-step recorder (olmo_core_train.py adds it after the config is built): it
+# is not part of config.json, so a trainer built from config.json has no state of it.
+HARNESS_CALLBACKS = {"metrics_jsonl"}
+
+
+def same_train_state(mine, theirs):
+    """(equal, what differs) for two OLMo-core train/rank0.pt dicts; callbacks compared for the
+    names of `mine`, `theirs` may have the harness's own besides."""
+    diff = []
+    for key in sorted(set(mine) | set(theirs)):
+        if key == "rng":
+            if not same_rng(mine.get(key, {}), theirs.get(key, {})):
+                diff.append("rng")
+        elif key == "callbacks":
+            a, b = mine.get(key, {}), theirs.get(key, {})
+            if set(b) - set(a) - HARNESS_CALLBACKS or set(a) - set(b) or \
+                    any(a[k] != b[k] for k in a):
+                diff.append("callbacks")
+        elif mine.get(key) != theirs.get(key):
+            diff.append(key)
+    return not diff, diff
+
+
+def reverse_rows(r, cmp, replica, work):
+    """replica's step-30 checkpoint written for OLMo-core (tools/replica_to_olmo_core.py) against
+    OLMo-core's own step-30 checkpoint and replica's; OLMo-core resumed from it against replica's
+    own steps 31..60 and OLMo-core's straight run; its bad input."""
+    import torch
+    from olmo_core.nn.hf.config import get_hf_config
+    from olmo_core.nn.hf.convert import convert_state_to_hf
+    from olmo_core.nn.transformer import TransformerConfig
+
+    mine_dir = r["dirs"]["from_replica_step30"]
+    theirs_dir = os.path.join(r["dirs"]["fp32"], "ckpt", "step30")
+    ckpt = os.path.join(r["dirs"]["replica_fp32"], "checkpoints", "step-00000030")
+    mine = torch.load(os.path.join(mine_dir, "train", "rank0.pt"), weights_only=False)
+    theirs = torch.load(os.path.join(theirs_dir, "train", "rank0.pt"), weights_only=False)
+    same, diff = same_train_state({k: v for k, v in mine.items() if k != "rng"},
+                                  {k: v for k, v in theirs.items() if k != "rng"})
+    emit(AREA, "reverse", f"replica's step 30 as OLMo-core's train/rank0.pt vs OLMo-core's own "
+         f"step 30: global_step {mine['global_step']}, tokens {mine['global_train_tokens_seen']}, "
+         f"petaflops, epoch, data loader (fingerprint, batches "
+         f"{mine['data_loader']['batches_processed']}, seed), callbacks"
+         + (f" (differ: {diff})" if diff else ""), "identical" if same else "differ",
+         "identical", same)
+    ok = same_rng(mine["rng"], theirs["rng"])
+    emit(AREA, "reverse", "its RNG states (python, numpy, torch) vs OLMo-core's own step 30 "
+         "(seed_all, the init, one torch draw per epoch begun)", "identical" if ok else "differ",
+         "bit-identical", ok)
+    got, md_mine = dcp_entries(os.path.join(mine_dir, "model_and_optim"))
+    want, md_theirs = dcp_entries(os.path.join(theirs_dir, "model_and_optim"))
+    kinds = lambda md: {k: (tuple(v.size), str(v.properties.dtype)) if hasattr(v, "size")  # noqa: E731
+                        else type(v).__name__ for k, v in md.state_dict_metadata.items()}
+    km, kt = kinds(md_mine), kinds(md_theirs)
+    bad = sorted(k for k in set(km) | set(kt) if km.get(k) != kt.get(k))
+    emit(AREA, "reverse", f"its DCP entries vs OLMo-core's own step 30: names, shapes, dtypes "
+         f"({len(kt)} entries){' differ: ' + str(bad[:4]) if bad else ''}", len(bad), "== 0",
+         not bad)
+    groups = [k for k in kt if k.startswith("optim.param_groups.")]
+    bad = [k for k in groups if got.get(k) != want.get(k)]
+    emit(AREA, "reverse", f"its optimizer param groups (lr, initial_lr, betas, eps, weight_decay "
+         f"of each parameter) vs OLMo-core's own step 30 ({len(groups)} values)"
+         + (f"; differ: {bad[:3]}" if bad else ""), len(bad), "== 0", not bad)
+    with open(os.path.join(r["dirs"]["fp32"], "config.json"), encoding="utf-8") as cf:
+        model = TransformerConfig.from_dict(json.load(cf)["model"]).build(init_device="meta")
+    names = [n for n, _ in model.named_parameters()]
+    hf = get_hf_config(model)
+    rep, adam_step = replica_checkpoint_tensors(ckpt)
+    for label, key, idx in (("weights", "model.{}", 0), ("AdamW m", "optim.state.{}.exp_avg", 1),
+                            ("AdamW v", "optim.state.{}.exp_avg_sq", 2)):
+        as_hf = convert_state_to_hf(hf, {n: got[key.format(n)] for n in names})
+        bad = [k for k, t in as_hf.items() if not np.array_equal(t.numpy(), rep[k][idx])]
+        emit(AREA, "reverse", f"its {label} (renamed back by OLMo-core's convert_state_to_hf) vs "
+             f"replica's step-30 checkpoint: tensors not bit-equal ({len(as_hf)} tensors)",
+             len(bad), "== 0", not bad and set(as_hf) == set(rep))
+    steps_held = {float(got[f"optim.state.{n}.step"]) for n in names}
+    emit(AREA, "reverse", f"its AdamW step of every parameter {sorted(steps_held)} vs replica's "
+         f"adam_step {adam_step} (OLMo-core's own step 30: "
+         f"{sorted({float(want[f'optim.state.{n}.step']) for n in names})})",
+         "identical" if steps_held == {float(adam_step)} else "differ", "identical",
+         steps_held == {float(adam_step)})
+
+    trip_dir = r["dirs"]["round_trip_step30"]
+    trip, _ = dcp_entries(os.path.join(trip_dir, "model_and_optim"))
+    bad = sorted(k for k in set(trip) | set(want) if k not in trip or k not in want or not (
+        torch.equal(trip[k], want[k]) if isinstance(want[k], torch.Tensor)
+        else trip[k] == want[k]))
+    trip_state = torch.load(os.path.join(trip_dir, "train", "rank0.pt"), weights_only=False)
+    same, diff = same_train_state(trip_state, theirs)
+    emit(AREA, "reverse", f"OLMo-core's step 30 read into replica (olmo_core_checkpoint.py) and "
+         f"written back (replica_to_olmo_core.py): DCP entries not bit-equal to the original "
+         f"({len(want)} entries); train and RNG states {'identical' if same else 'differ: ' + str(diff)}",
+         len(bad), "== 0, states identical", not bad and same)
+
+    c = cmp["reverse"]
+    steps = c["steps"]
+    perturbation = r["perturbation"]["fp32"]
+    fr, rp, st = (r["olmo_core"]["fp32.from-replica"], r["replica"]["fp32"],
+                  r["olmo_core"]["fp32"])
+    envelope_rows("reverse", "OLMo-core resumed from replica's step 30 vs replica's own "
+                  "(steps 31..60)", c["vs_replica"], c["bound"], steps, perturbation)
+    lr_row("reverse", "OLMo-core resumed from replica vs replica", rp, fr, steps)
+    skipped_row("reverse", "OLMo-core resumed from replica vs replica", rp, fr, steps)
+    envelope_rows("reverse", "OLMo-core resumed from replica's step 30 vs OLMo-core's straight "
+                  "run (steps 31..60)", c["vs_straight"], c["bound_straight"], steps, perturbation)
+    lr_row("reverse", "OLMo-core resumed from replica vs OLMo-core's straight run", fr, st, steps)
+    skipped_row("reverse", "OLMo-core resumed from replica vs OLMo-core's straight run", fr, st,
+                steps, names=("from replica", "straight"))
+    end_mine = torch.load(os.path.join(r["dirs"]["from_replica"], "ckpt", "step60", "train",
+                                       "rank0.pt"), weights_only=False)
+    end_theirs = torch.load(os.path.join(r["dirs"]["resume"], "ckpt", "step60", "train",
+                                         "rank0.pt"), weights_only=False)
+    same, diff = same_train_state(end_mine, end_theirs)
+    emit(AREA, "reverse", "step 60 of OLMo-core resumed from replica vs resumed from its own step "
+         "30: train state and RNG states" + (f" (differ: {diff})" if diff else ""),
+         "identical" if same else "differ", "identical", same)
+    summary = {name: f.first_and_largest(c[d], c[b], steps)
+               for name, d, b in (("vs_replica", "vs_replica", "bound"),
+                                  ("vs_straight", "vs_straight", "bound_straight"))}
+    for name, d, b in (("vs_replica", "vs_replica", "bound"),
+                       ("vs_straight", "vs_straight", "bound_straight")):
+        for q in ("loss", "grad_norm"):
+            summary[name][q]["steps_outside"] = sum(x > y for x, y in zip(c[d][q], c[b][q]))
+    with open(os.path.join(work, "reverse_summary.json"), "w", encoding="utf-8") as sf:
+        json.dump(summary, sf, indent=2)
+    reverse_bad_input_rows(r["reverse_bad_input"])
+
+
+def reverse_bad_input_rows(results):
+    """tools/replica_to_olmo_core.py on bad input (olmo_core_follow.reverse_bad_inputs): exit 2,
+    the message naming the file, nothing written (neither --out nor a temporary directory)."""
+    for case in results:
+        msg = next((line for line in reversed(case["stderr"].splitlines())
+                    if line.startswith("replica_to_olmo_core.py: error:")), "")
+        ok = case["rc"] == 2 and case["named"] in msg and not case["written"]
+        emit(AREA, "reverse", f"bad input, {case['what']}: exit {case['rc']}, message "
+             f"'{msg[:170]}'", case["rc"], f"== 2, naming {case['named']}, nothing written", ok)
+
+
 def regenerated_rows(r, cmp):
     fix = f.FIXTURE
     if not os.path.isdir(fix):
@@ -257,7 +463,7 @@ def main():
     replica = os.path.abspath(args.replica)
     work = os.path.abspath(args.work)
     tok = os.path.join(f.FIXTURE, "tokenizer.json")
-    r = f.run_all(replica, work, tok, follow=not args.regen_only)
+    r = f.run_all(replica, work, tok, follow=not args.regen_only, reverse=not args.regen_only)
     cmp = f.comparisons(r)
     regenerated_rows(r, cmp)
     if args.regen_only:
@@ -303,6 +509,7 @@ def main():
     checkpoint_rows(replica, os.path.join(r["dirs"]["fp32"], "ckpt", "step30"),
                     r["dirs"]["ckpt_fp32_step30"])
     bad_input_rows(replica, os.path.join(r["dirs"]["fp32"], "ckpt", "step30"), work)
+    reverse_rows(r, cmp, replica, work)
 
 
 if __name__ == "__main__":

@@ -237,6 +237,69 @@ def read_checkpoint(replica, step_dir, out_dir, path_map=()):
     return out_dir
 
 
+def write_olmo_core_checkpoint(replica, ckpt_dir, config_json, out_dir):
+    """tools/replica_to_olmo_core.py: the replica checkpoint `ckpt_dir` as an OLMo-core checkpoint
+    of the run of `config_json`."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    run([sys.executable, os.path.join(TOOLS, "replica_to_olmo_core.py"), ckpt_dir,
+         "--config", config_json, "--out", out_dir, "--replica", replica, "--json"])
+    return out_dir
+
+
+def olmo_core_from_replica(replica, tokens, tokenizer_json, replica_run, config_json, ckpt_out,
+                           run_out, step=30):
+    """replica's checkpoint of `step` written as an OLMo-core checkpoint, and OLMo-core's own
+    trainer resumed from it (to step 60)."""
+    write_olmo_core_checkpoint(replica, os.path.join(replica_run, "checkpoints",
+                                                     f"step-{step:08d}"), config_json, ckpt_out)
+    return olmo_core_train(run_out, tokens, tokenizer_json, resume_from=ckpt_out)
+
+
+def reverse_bad_inputs(replica, ckpt, config_json, base):
+    """tools/replica_to_olmo_core.py on five bad inputs made from the replica checkpoint `ckpt`
+    and OLMo-core's `config_json`: [{what, named (the file the message must name), rc, stderr,
+    written (what it left beside --out)}]."""
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    cases = []
+
+    def variant(name):
+        d = os.path.join(base, name)
+        shutil.copytree(ckpt, d)
+        return d
+
+    cases.append(("no such checkpoint", os.path.join(base, "absent"), config_json, "absent"))
+    d = variant("interrupted")
+    os.remove(os.path.join(d, "DONE"))
+    cases.append(("a checkpoint without DONE (interrupted)", d, config_json, "interrupted"))
+    d = variant("truncated")
+    shard = sorted(x for x in os.listdir(d) if x.startswith("shard-"))[0]
+    with open(os.path.join(d, shard), "r+b") as fh:
+        fh.truncate(os.path.getsize(os.path.join(d, shard)) // 2)
+    cases.append(("a truncated shard", d, config_json, shard))
+    d = variant("no-state")
+    os.remove(os.path.join(d, "state.json"))
+    cases.append(("a checkpoint without state.json", d, config_json, "state.json"))
+    with open(config_json, encoding="utf-8") as cf:
+        other = json.load(cf)
+    other["model"]["n_layers"] = other["model"]["n_layers"] - 1
+    other_json = os.path.join(base, "other-model.config.json")
+    with open(other_json, "w", encoding="utf-8") as cf:
+        json.dump(other, cf)
+    cases.append(("config.json of another model (one layer fewer)", ckpt, other_json,
+                  "config.json"))
+    out = []
+    for i, (what, src, cfg, named) in enumerate(cases):
+        dst = os.path.join(base, f"out-{i}", "step30")
+        proc = subprocess.run([sys.executable, os.path.join(TOOLS, "replica_to_olmo_core.py"),
+                               src, "--config", cfg, "--out", dst, "--replica", replica],
+                              capture_output=True, text=True)
+        parent = os.path.dirname(dst)
+        out.append({"what": what, "named": named, "rc": proc.returncode, "stderr": proc.stderr,
+                    "written": os.listdir(parent) if os.path.isdir(parent) else []})
+    return out
+
+
 def replica_train(replica, config_json, run_dir, path_maps=(), sets=(), env=None):
     shutil.rmtree(run_dir, ignore_errors=True)
     cmd = [replica, "train", config_json, "--run-dir", run_dir, "--quiet", "--json"]
@@ -318,9 +381,11 @@ def precision_sets(replica, config_json, want, notes):
     return [f"compute.precision={want}"]
 
 
-def run_all(replica, work, tokenizer_json, bf16=True, follow=True):
+def run_all(replica, work, tokenizer_json, bf16=True, follow=True, reverse=False):
     """Every run of the comparison, in `work` (follow=False: OLMo-core's runs and the checkpoints
-    read from them only). Returns the metrics, directories and what was noted."""
+    read from them only; reverse=True: also replica's fp32 step-30 checkpoint written as an
+    OLMo-core checkpoint and OLMo-core resumed from it, "fp32.from-replica", beside replica's
+    other runs). Returns the metrics, directories and what was noted."""
     os.makedirs(work, exist_ok=True)
     tokens = tokenize(replica, tokenizer_json, os.path.join(work, "tokens"))
     cap = other_cpu_capability()
@@ -360,6 +425,12 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True):
                                                 ck("fp32.step0")),
                  "ckpt_fp32_step30": pool.submit(read_checkpoint, replica, step30,
                                                  ck("fp32.step30"))}
+        if reverse:
+            # OLMo-core's own step 30, read into replica and written back (the read was queued
+            # first, so it runs before or beside this job, never after it)
+            trip = pool.submit(lambda: write_olmo_core_checkpoint(
+                replica, reads["ckpt_fp32_step30"].result(), os.path.join(a, "config.json"),
+                os.path.join(work, "olmo_core_checkpoints", "fp32.step30.round-trip")))
         if bf16:
             jobs["bf16"].result()
             reads["ckpt_bf16_step0"] = pool.submit(read_checkpoint, replica,
@@ -369,6 +440,8 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True):
             job.result()  # re-raises a run's failure
     r["dirs"].update({"fp32": a, "resume": c, **({"bf16": d} if bf16 else {})})
     r["dirs"].update({k: v.result() for k, v in reads.items()})
+    if reverse:
+        r["dirs"]["round_trip_step30"] = trip.result()
     r["olmo_core"] = {n: olmo_core_metrics(os.path.join(oc(n), "metrics.jsonl")) for n in jobs}
     r["replica"] = {}
     if not follow:
@@ -376,14 +449,34 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True):
     cfg, _ = replica_config(replica, os.path.join(a, "config.json"), work, "fp32", r["notes"])
     start = [f"init.from_checkpoint={ck('fp32.step0')}", "init.reset_step=false"]
     r["replica"]["fp32"] = replica_train(replica, cfg, rp("fp32"), sets=start)
-    cfg, _ = replica_config(replica, os.path.join(c, "config.json"), work, "resume", r["notes"])
-    r["replica"]["fp32.resume"] = replica_train(replica, cfg, rp("fp32.resume"),
-                                                path_maps=[f"{step30}={ck('fp32.step30')}"])
-    if bf16:
-        cfg, _ = replica_config(replica, os.path.join(d, "config.json"), work, "bf16", r["notes"])
-        sets = [f"init.from_checkpoint={ck('bf16.step0')}", "init.reset_step=false"]
-        sets += precision_sets(replica, cfg, "bf16", r["notes"])
-        r["replica"]["bf16"] = replica_train(replica, cfg, rp("bf16"), sets=sets)
+    r["dirs"]["replica_fp32"] = rp("fp32")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # OLMo-core resuming from replica's checkpoint, and the converter's bad-input probes, run
+        # beside replica's other runs.
+        if reverse:
+            back = os.path.join(work, "olmo_core_checkpoints", "fp32.from-replica.step30")
+            rev = pool.submit(olmo_core_from_replica, replica, tokens, tokenizer_json, rp("fp32"),
+                              os.path.join(a, "config.json"), back, oc("fp32.from-replica"))
+            probes = pool.submit(reverse_bad_inputs, replica,
+                                 os.path.join(rp("fp32"), "checkpoints", "step-00000030"),
+                                 os.path.join(a, "config.json"),
+                                 os.path.join(work, "reverse_bad_input"))
+        cfg, _ = replica_config(replica, os.path.join(c, "config.json"), work, "resume",
+                                r["notes"])
+        r["replica"]["fp32.resume"] = replica_train(replica, cfg, rp("fp32.resume"),
+                                                    path_maps=[f"{step30}={ck('fp32.step30')}"])
+        if bf16:
+            cfg, _ = replica_config(replica, os.path.join(d, "config.json"), work, "bf16",
+                                    r["notes"])
+            sets = [f"init.from_checkpoint={ck('bf16.step0')}", "init.reset_step=false"]
+            sets += precision_sets(replica, cfg, "bf16", r["notes"])
+            r["replica"]["bf16"] = replica_train(replica, cfg, rp("bf16"), sets=sets)
+        if reverse:
+            r["dirs"]["from_replica"] = rev.result()
+            r["dirs"]["from_replica_step30"] = back
+            r["reverse_bad_input"] = probes.result()
+            r["olmo_core"]["fp32.from-replica"] = olmo_core_metrics(
+                os.path.join(oc("fp32.from-replica"), "metrics.jsonl"))
     return r
 
 
@@ -432,6 +525,17 @@ def comparisons(r):
                      for q in QUANTITIES},
     }
     out["resume"]["bound"] = bounds(out["resume"]["envelope"], ocm["fp32.resume"], steps)
+    if "fp32.from-replica" in ocm and "fp32" in rpm:
+        fr = ocm["fp32.from-replica"]
+        out["reverse"] = {
+            "steps": steps, "envelope": out["resume"]["envelope"],
+            # OLMo-core resumed from replica's step 30 against replica's own steps 31..60 (its
+            # values are float32: the half ulp around them), and against OLMo-core's straight run
+            "vs_replica": diffs(fr, rpm["fp32"], steps),
+            "bound": bounds(out["resume"]["envelope"], fr, steps),
+            "vs_straight": diffs(fr, ocm["fp32"], steps),
+            "bound_straight": bounds(out["resume"]["envelope"], ocm["fp32"], steps),
+        }
     if "fp32.resume" in rpm:
         out["resume"]["replica_resume_vs_olmo_core_resume"] = diffs(
             rpm["fp32.resume"], ocm["fp32.resume"], steps)
