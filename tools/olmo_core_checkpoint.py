@@ -37,25 +37,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
+import olmo_core_tools
 
-class BadInput(Exception):
-    pass
+
+from olmo_core_tools import BadInput, map_path
 
 
 def fail(msg):
-    print(f"olmo_core_checkpoint.py: error: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
-def map_path(path, path_map):
-    best = None
-    for prefix, local in path_map:
-        if path.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
-            best = (prefix, local)
-    return best[1] + path[len(best[0]):] if best else path
+    olmo_core_tools.fail("olmo_core_checkpoint.py", msg)
 
 
 def check_dcp_files(dcp_dir):

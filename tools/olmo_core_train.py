@@ -36,6 +36,8 @@ import shutil
 import sys
 import time
 
+import olmo_core_tools
+
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -192,28 +194,11 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
-    from olmo_core.train import prepare_training_environment, teardown_training_environment
-    from olmo_core.utils import seed_all
+    from olmo_core.train import teardown_training_environment
 
-    backend = None
-    if args.precision == "bf16":
-        # FSDP needs a process group: one process on the loopback interface.
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 20000))
-        os.environ.setdefault("RANK", "0")
-        os.environ.setdefault("LOCAL_RANK", "0")
-        os.environ.setdefault("WORLD_SIZE", "1")
-        os.environ.setdefault("LOCAL_WORLD_SIZE", "1")
-        backend = "gloo"
-    prepare_training_environment(backend=backend, shared_filesystem=True)
-
+    olmo_core_tools.prepare_environment(args.precision == "bf16")
     config = build_config(args)
-    seed_all(config.init_seed)
-    model = config.model.build(init_device="meta")
-    train_module = config.train_module.build(model)
-    dataset = config.dataset.build()
-    data_loader = config.data_loader.build(dataset, dp_process_group=train_module.dp_process_group)
-    trainer = config.trainer.build(train_module, data_loader)
+    train_module, trainer = olmo_core_tools.build_trainer(config)
     trainer.add_callback("metrics_jsonl", metrics_recorder(metrics_path))
     record_exact_grad_norm(train_module, metrics_path)
     config_dict = config.as_config_dict()

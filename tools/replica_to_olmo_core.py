@@ -55,24 +55,14 @@ import subprocess
 import sys
 import tempfile
 
+import olmo_core_tools
+from olmo_core_tools import BadInput, map_path
+
 PROG = "replica_to_olmo_core.py"
 
 
-class BadInput(Exception):
-    pass
-
-
 def fail(msg):
-    print(f"{PROG}: error: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
-def map_path(path, path_map):
-    best = None
-    for prefix, local in path_map:
-        if path.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
-            best = (prefix, local)
-    return best[1] + path[len(best[0]):] if best else path
+    olmo_core_tools.fail(PROG, msg)
 
 
 def read_json(path, what):
@@ -263,25 +253,13 @@ def dataset_paths(config, config_path, path_map, data_paths_file):
 def setup_environment(precision_bf16):
     import torch
     torch.use_deterministic_algorithms(True)
-    from olmo_core.train import prepare_training_environment
-    backend = None
-    if precision_bf16:
-        # FSDP needs a process group: one process on the loopback interface, as
-        # tools/olmo_core_train.py runs it.
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 20000))
-        for k, v in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"),
-                     ("LOCAL_WORLD_SIZE", "1")):
-            os.environ.setdefault(k, v)
-        backend = "gloo"
-    prepare_training_environment(backend=backend, shared_filesystem=True)
+    olmo_core_tools.prepare_environment(precision_bf16)
 
 
 def build_trainer(config_dict, paths, work):
     """The trainer of `config_dict` as tools/olmo_core_train.py builds it, saving into
     work/save; returns (config, trainer)."""
     from olmo_core.script_utils import ExperimentConfig
-    from olmo_core.utils import seed_all
 
     d = json.loads(json.dumps(config_dict))
     d["dataset"]["paths"] = paths
@@ -292,12 +270,7 @@ def build_trainer(config_dict, paths, work):
     d["trainer"]["work_dir"] = os.path.join(work, "work")
     d["trainer"]["save_overwrite"] = False
     config = ExperimentConfig.from_dict(d)
-    seed_all(config.init_seed)
-    model = config.model.build(init_device="meta")
-    train_module = config.train_module.build(model)
-    dataset = config.dataset.build()
-    data_loader = config.data_loader.build(dataset, dp_process_group=train_module.dp_process_group)
-    trainer = config.trainer.build(train_module, data_loader)
+    _, trainer = olmo_core_tools.build_trainer(config)
     for callback in trainer.callbacks.values():
         if type(callback).__name__ == "ConfigSaverCallback":
             callback.config = config_dict  # the run's config.json as given
