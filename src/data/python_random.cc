@@ -1,10 +1,10 @@
 #include "data/python_random.h"
 
 #include <bit>
-#include <charconv>
 #include <utility>
 
 #include "core/error.h"
+#include "core/python_int.h"
 
 namespace replica::data {
 namespace {
@@ -101,14 +101,9 @@ uint64_t PythonRandom::RandBelow(uint64_t n) {
 }
 
 std::optional<PythonRandom> PythonRandomFromText(const std::string& text) {
-  const bool negative = !text.empty() && text[0] == '-';
-  const char* begin = text.data() + (negative ? 1 : 0);
-  const char* end = text.data() + text.size();
-  uint64_t magnitude = 0;
-  if (begin == end || *begin < '0' || *begin > '9') return std::nullopt;
-  auto [stop, ec] = std::from_chars(begin, end, magnitude);
-  if (ec != std::errc() || stop != end) return std::nullopt;
-  return PythonRandom::FromMagnitude(magnitude);
+  const std::optional<uint64_t> magnitude = PythonIntMagnitude(text);
+  if (!magnitude) return std::nullopt;
+  return PythonRandom::FromMagnitude(*magnitude);
 }
 
 void PythonShuffle(PythonRandom& rng, std::span<uint64_t> values) {

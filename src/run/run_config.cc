@@ -18,6 +18,7 @@
 #include "core/suggest.h"
 #include "core/text_encoding.h"
 #include "core/precision_spelling.h"
+#include "core/python_int.h"
 #include "core/threads.h"
 #include "model/recompute.h"
 #include "ops/cpu/isa.h"
@@ -590,15 +591,6 @@ ModelConfig ResolveModel(const std::vector<Entry>& entries, const std::string& s
   return ModelConfig::FromHfJson(j, name);
 }
 
-// A Python integer in decimal whose magnitude fits 64 bits: "123", "-7" (random.Random(seed)).
-bool IsPythonSeed(const std::string& t) {
-  const size_t a = !t.empty() && t[0] == '-' ? 1 : 0;
-  uint64_t v = 0;
-  if (a == t.size() || t[a] < '0' || t[a] > '9') return false;
-  auto [end, ec] = std::from_chars(t.data() + a, t.data() + t.size(), v);
-  return ec == std::errc() && end == t.data() + t.size();
-}
-
 // `origin_of` maps each key given to the origin ("FILE" or "--set KEY") of its last value, so an
 // error blames where the value came from; keys left at their defaults are the file's.
 void Validate(RunConfig& c, const std::string& source,
@@ -687,7 +679,7 @@ void Validate(RunConfig& c, const std::string& source,
           "with seed + epoch, as in OLMo-core, and numpy refuses negative seeds)",
           W("data.seed"), c.data.seed);
   Require(c.data.source_permutation_seed.empty() ||
-              IsPythonSeed(c.data.source_permutation_seed),
+              PythonIntMagnitude(c.data.source_permutation_seed).has_value(),
           "{}config key 'data.source_permutation_seed': expected an integer (decimal digits, "
           "optionally '-', magnitude below 2^64) or nothing, got '{}'",
           W("data.source_permutation_seed"), c.data.source_permutation_seed);
