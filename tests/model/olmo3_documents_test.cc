@@ -82,15 +82,15 @@ double MaxRelativeError(const std::vector<float>& a, const std::vector<float>& b
   return diff / std::max(scale, 1e-30);
 }
 
-struct Run {
+struct Result {
   CrossEntropySums sums;
   std::vector<float> logits, grads;
 };
 
 // The packed batch in one call, or its documents one call each (sums and gradients added up,
 // logits put back in place).
-Run RunPacked(Olmo3Model& m, const Batch& b, const std::vector<int32_t>* cu) {
-  Run r;
+Result RunPacked(Olmo3Model& m, const Batch& b, const std::vector<int32_t>* cu) {
+  Result r;
   const int64_t V = m.config().vocab_size;
   const int32_t* c = cu ? cu->data() : nullptr;
   const int64_t n = cu ? static_cast<int64_t>(cu->size()) : 0;
@@ -102,8 +102,8 @@ Run RunPacked(Olmo3Model& m, const Batch& b, const std::vector<int32_t>* cu) {
   return r;
 }
 
-Run RunDocumentsAlone(Olmo3Model& m, const Batch& b) {
-  Run r;
+Result RunDocumentsAlone(Olmo3Model& m, const Batch& b) {
+  Result r;
   const int64_t V = m.config().vocab_size;
   r.logits.resize(kB * kT * V);
   m.grads().Zero();
@@ -127,8 +127,8 @@ TEST(Olmo3Documents, PackedBatchIsItsDocumentsRunAlone) {
     Olmo3Model m(c, kB, kT, SelectBackend("cpu", p));
     RandomInit(m, 5);
     const Batch b = RandomBatch(c.vocab_size, 9);
-    const Run packed = RunPacked(m, b, &kCu);
-    const Run alone = RunDocumentsAlone(m, b);
+    const Result packed = RunPacked(m, b, &kCu);
+    const Result alone = RunDocumentsAlone(m, b);
     // The same arithmetic per document; only the GEMMs' row blocking and the order in which the
     // documents' gradient terms are added differ.
     const double logits_err = MaxRelativeError(packed.logits, alone.logits);
@@ -142,7 +142,7 @@ TEST(Olmo3Documents, PackedBatchIsItsDocumentsRunAlone) {
     EXPECT_NEAR(packed.sums.ce_sum, alone.sums.ce_sum, 1e-5 * alone.sums.ce_sum);
     EXPECT_NEAR(packed.sums.lse_sq_sum, alone.sums.lse_sq_sum, 1e-5 * alone.sums.lse_sq_sum);
     // Without the document lengths the later documents see earlier ones and other positions.
-    const Run unmasked = RunPacked(m, b, nullptr);
+    const Result unmasked = RunPacked(m, b, nullptr);
     EXPECT_GT(MaxRelativeError(unmasked.logits, alone.logits), 1e-2);
   }
 }
@@ -192,8 +192,8 @@ TEST(Olmo3Documents, OneDocumentPerRowIsTheUnpackedResultBitForBit) {
     Olmo3Model m(c, kB, kT, SelectBackend("cpu", p));
     RandomInit(m, 7);
     const Batch b = RandomBatch(c.vocab_size, 11);
-    const Run plain = RunPacked(m, b, nullptr);
-    const Run per_row = RunPacked(m, b, &rows);
+    const Result plain = RunPacked(m, b, nullptr);
+    const Result per_row = RunPacked(m, b, &rows);
     EXPECT_EQ(plain.logits, per_row.logits);
     EXPECT_EQ(plain.grads, per_row.grads);
     EXPECT_EQ(plain.sums.ce_sum, per_row.sums.ce_sum);
@@ -206,9 +206,9 @@ TEST(Olmo3Documents, PackedResultsDoNotDependOnTheThreadCount) {
   RandomInit(m, 8);
   const Batch b = RandomBatch(c.vocab_size, 12);
   SetNumThreads(1);
-  const Run one = RunPacked(m, b, &kCu);
+  const Result one = RunPacked(m, b, &kCu);
   SetNumThreads(2);
-  const Run two = RunPacked(m, b, &kCu);
+  const Result two = RunPacked(m, b, &kCu);
   SetNumThreads(0);
   EXPECT_EQ(one.logits, two.logits);
   EXPECT_EQ(one.grads, two.grads);
