@@ -50,6 +50,8 @@ struct MicroBatch {
   const int32_t* input_ids;
   const int32_t* labels;
   int64_t rows, seq_len;
+  const int32_t* cu_doc_lens = nullptr;
+  int64_t num_cu_doc_lens = 0;
 };
 
 // This rank's share of one global batch.
@@ -58,6 +60,10 @@ struct RankBatch {
   std::vector<uint32_t> instances;  // G[batch, rank::world], in order
   std::vector<int32_t> input_ids;   // [instances.size(), seq_len]
   std::vector<int32_t> labels;      // MakeLabels(input_ids)
+  // OLMo-core's cumulative document lengths over the rows·seq_len positions of input_ids
+  // ([0, ..., rows·seq_len]; no document crosses a row); empty when the dataset has no document
+  // lengths (every row one sequence).
+  std::vector<int32_t> cu_doc_lens;
   int64_t seq_len = 0;
   int64_t micro_batch_instances = 0;
 

@@ -18,7 +18,9 @@
 
 #include "core/profile.h"
 #include "core/error.h"
+#include "model/document_rope.h"
 #include "model/layer_tensors.h"
+#include "ops/document_mask.h"
 
 namespace replica {
 
@@ -209,6 +211,7 @@ struct Olmo3Model::Impl : ActivationBuffers {
   std::vector<RopeTable> ropes;      // one table per distinct RopeParams among the layers
   std::vector<size_t> rope_of_layer;  // [L] index into ropes
   LmHeadWorkspace lm_ws;
+  std::vector<int32_t> cu_doc_lens;  // the current call's document lengths; empty = none
 
   Impl(const Backend& backend, const ModelConfig& c, int64_t max_b, int64_t max_t,
        std::unique_ptr<ParamStore> s, Recompute policy);
@@ -220,9 +223,21 @@ struct Olmo3Model::Impl : ActivationBuffers {
     ops.Zero(p, n);
   }
   void Validate(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T) const;
+  // Keeps a copy of the call's document lengths (validated), or clears them.
+  void SetDocuments(const int32_t* cu, int64_t n, int64_t B, int64_t T);
   AttentionShape Shape(int64_t l, int64_t B, int64_t T) const {
-    return {B, T, H, KV, hd, config.Window(l)};
+    AttentionShape s{B, T, H, KV, hd, config.Window(l)};
+    if (!cu_doc_lens.empty()) {
+      s.cu_doc_lens = cu_doc_lens.data();
+      s.num_cu_doc_lens = static_cast<int64_t>(cu_doc_lens.size());
+    }
+    return s;
   }
+  // RoPE on x [B, T, heads, hd] in place, and its backward into dx: positions t within the row, or,
+  // with documents, t minus the document's start (one call per document, each from position 0).
+  void RopeForward(const RopeTable& rope, float* x, int64_t B, int64_t T, int64_t heads) const;
+  void RopeBackward(const RopeTable& rope, const float* dy, int64_t B, int64_t T, int64_t heads,
+                    float* dx) const;
 
   // Up to xf. Returns the head unit's weights, left acquired for the caller's LM head (which
   // releases it).
@@ -309,6 +324,27 @@ void Olmo3Model::Impl::Validate(const int32_t* tokens, const int32_t* labels, in
   }
 }
 
+void Olmo3Model::Impl::SetDocuments(const int32_t* cu, int64_t n, int64_t B, int64_t T) {
+  cu_doc_lens.clear();
+  if (cu == nullptr && n == 0) return;
+  ValidateDocumentLengths(cu, n, B, T);
+  cu_doc_lens.assign(cu, cu + n);
+}
+
+void Olmo3Model::Impl::RopeForward(const RopeTable& rope, float* x, int64_t B, int64_t T,
+                                   int64_t heads) const {
+  const bool docs = !cu_doc_lens.empty();
+  DocumentRopeForward(ops, rope, docs ? cu_doc_lens.data() : nullptr,
+                      static_cast<int64_t>(cu_doc_lens.size()), x, B, T, heads);
+}
+
+void Olmo3Model::Impl::RopeBackward(const RopeTable& rope, const float* dy, int64_t B, int64_t T,
+                                    int64_t heads, float* dx) const {
+  const bool docs = !cu_doc_lens.empty();
+  DocumentRopeBackward(ops, rope, docs ? cu_doc_lens.data() : nullptr,
+                       static_cast<int64_t>(cu_doc_lens.size()), dy, B, T, heads, dx);
+}
+
 // One Olmo 3 block: h = x + RMSNorm(Attn(x)); out = h + RMSNorm(MLP(h)).
 void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T,
                                     const LayerTensors<const float>& p) {
@@ -322,8 +358,8 @@ void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T,
   ops.RMSNormForward(a.q_raw, p.q_norm, N, Qd, config.rms_norm_eps, a.q, a.rstd_q);
   ops.RMSNormForward(a.k_raw, p.k_norm, N, KVd, config.rms_norm_eps, a.k, a.rstd_k);
   const RopeTable& rope = ropes[rope_of_layer[l]];
-  ops.RopeForward(rope, a.q, B, T, H, a.q);
-  ops.RopeForward(rope, a.k, B, T, KV, a.k);
+  RopeForward(rope, a.q, B, T, H);
+  RopeForward(rope, a.k, B, T, KV);
   ops.AttentionForward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse);
   ops.LinearForward(a.att, p.o_proj, N, Qd, D, a.a);
   ops.RMSNormAddForward(a.a, p.attn_norm, a.x, N, D, config.rms_norm_eps, a.h, a.rstd_a);
@@ -374,8 +410,8 @@ void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T,
   ops.LinearBackward(a.att, p.o_proj, d.da, N, Qd, D, d.datt, g.o_proj);
   ops.AttentionBackward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, d.datt, d.dq, d.dk, d.dv);
   const RopeTable& rope = ropes[rope_of_layer[l]];
-  ops.RopeBackward(rope, d.dk, B, T, KV, d.dk_norm);
-  ops.RopeBackward(rope, d.dq, B, T, H, d.dq_norm);
+  RopeBackward(rope, d.dk, B, T, KV, d.dk_norm);
+  RopeBackward(rope, d.dq, B, T, H, d.dq_norm);
   ops.RMSNormBackward(a.k_raw, p.k_norm, a.rstd_k, d.dk_norm, N, KVd, d.dk_raw, g.k_norm);
   ops.RMSNormBackward(a.q_raw, p.q_norm, a.rstd_q, d.dq_norm, N, Qd, d.dq_raw, g.q_norm);
   ops.LinearBackward(a.x, p.v_proj, d.dv, N, D, KVd, dres, g.v_proj);
@@ -445,10 +481,12 @@ ParamStore& Olmo3Model::store() { return *impl_->store; }
 const Backend& Olmo3Model::backend() const { return impl_->ops; }
 
 CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B,
-                                     int64_t T, double grad_scale, double z_loss_multiplier) {
+                                     int64_t T, double grad_scale, double z_loss_multiplier,
+                                     const int32_t* cu_doc_lens, int64_t num_cu_doc_lens) {
   Impl& m = *impl_;
   Require(labels != nullptr, "Olmo3Model::ForwardBackward: labels are required");
   m.Validate(tokens, labels, B, T);
+  m.SetDocuments(cu_doc_lens, num_cu_doc_lens, B, T);
   const int64_t N = B * T, D = m.D;
   ParamStore& store = *m.store;
   const float* head = m.Forward(tokens, B, T);
@@ -485,10 +523,11 @@ CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_
 }
 
 CrossEntropySums Olmo3Model::ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B,
-                                 int64_t T) {
+                                 int64_t T, const int32_t* cu_doc_lens, int64_t num_cu_doc_lens) {
   Impl& m = *impl_;
   Require(labels != nullptr, "Olmo3Model::ForwardLoss: labels are required");
   m.Validate(tokens, labels, B, T);
+  m.SetDocuments(cu_doc_lens, num_cu_doc_lens, B, T);
   const float* head = m.Forward(tokens, B, T);
   CrossEntropySums s =
       m.ops.LmHeadLossForward(m.xf, m.AcquireLmHead(head), labels, B * T, m.D, m.V, m.lm_ws);
@@ -496,9 +535,11 @@ CrossEntropySums Olmo3Model::ForwardLoss(const int32_t* tokens, const int32_t* l
   return s;
 }
 
-void Olmo3Model::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
+void Olmo3Model::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits,
+                               const int32_t* cu_doc_lens, int64_t num_cu_doc_lens) {
   Impl& m = *impl_;
   m.Validate(tokens, nullptr, B, T);
+  m.SetDocuments(cu_doc_lens, num_cu_doc_lens, B, T);
   const float* head = m.Forward(tokens, B, T);
   m.ops.LmHeadLogits(m.xf, m.AcquireLmHead(head), B * T, m.D, m.V, logits);
   m.ReleaseHead();

@@ -49,12 +49,22 @@ class Olmo3Model {
   //   grad_scale · Σ_tokens (CE + z_loss_multiplier · lse²)
   // are ACCUMULATED (+=) into the store's unit gradients (grads() for the resident store). Returns
   // the unscaled sums.
+  //
+  // Packed instances (all three calls): cu_doc_lens, when given, holds OLMo-core's cumulative
+  // document lengths over the B·T flattened positions (num_cu_doc_lens entries from 0 to B·T; no
+  // document crosses a row; ops/document_mask.h). Each document is then computed as if alone, as
+  // OLMo-core's model does with cu_doc_lens: attention sees only the query's own document (within
+  // the layer's window) and RoPE positions restart at 0 in every document. Null = one document
+  // per row, the same bits as without the argument.
   CrossEntropySums ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T,
-                           double grad_scale, double z_loss_multiplier);
+                           double grad_scale, double z_loss_multiplier,
+                           const int32_t* cu_doc_lens = nullptr, int64_t num_cu_doc_lens = 0);
   // Loss only: no logits tensor of [B, T, V] is formed.
-  CrossEntropySums ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T);
+  CrossEntropySums ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T,
+                               const int32_t* cu_doc_lens = nullptr, int64_t num_cu_doc_lens = 0);
   // Full logits [B, T, V] into `logits` (for parity and evaluation).
-  void ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits);
+  void ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits,
+                     const int32_t* cu_doc_lens = nullptr, int64_t num_cu_doc_lens = 0);
 
  private:
   struct Impl;

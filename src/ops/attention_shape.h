@@ -2,6 +2,12 @@
 // sequence T, query heads H, key/value heads KV (H a multiple of KV), head dim hd, and the
 // sliding window (0 = full causal). Layouts: q, out [B, T, H, hd]; k, v [B, T, KV, hd];
 // lse [B, H, T].
+//
+// Intra-document masking (OLMo-core's cu_doc_lens): when cu_doc_lens is set, it holds the
+// num_cu_doc_lens cumulative document lengths over the B·T flattened positions (0 first, B·T
+// last, non-decreasing, every row start b·T among them: no document crosses a row), and a query
+// sees only the keys of its own document, within the window as before (ops/document_mask.h).
+// Null = one document per row; every result is then the same as before masking existed.
 #pragma once
 #include <cstdint>
 
@@ -10,6 +16,8 @@ namespace replica {
 struct AttentionShape {
   int64_t B, T, H, KV, hd;
   int64_t window;  // 0 = full causal
+  const int32_t* cu_doc_lens = nullptr;  // [num_cu_doc_lens], or null (no masking)
+  int64_t num_cu_doc_lens = 0;
 };
 
 }  // namespace replica

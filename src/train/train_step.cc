@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "train/micro_batch_documents.h"
 #include "train/non_finite_guard.h"
 
 namespace replica {
@@ -22,7 +23,7 @@ TrainStep::TrainStep(Olmo3Model& model, GradReducer& reducer, Optimizer& optimiz
 }
 
 StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t rows, int64_t T,
-                           double lr) {
+                           double lr, const int32_t* cu_doc_lens, int64_t num_cu_doc_lens) {
   Require(rows >= mu_ && rows % mu_ == 0,
           "train step: {} rows are not a whole number of micro-batches of {}", rows, mu_);
   const int64_t m = rows / mu_;
@@ -38,14 +39,21 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   ids_.resize(static_cast<size_t>(mu_ * T));
   labels_.resize(ids_.size());
   const size_t row_bytes = static_cast<size_t>(T) * sizeof(int32_t);
+  const bool packed = cu_doc_lens != nullptr || num_cu_doc_lens != 0;
+  rows_of_.resize(static_cast<size_t>(mu_));
   for (int64_t k : acc_->Begin(m)) {
     for (int64_t i = 0; i < mu_; ++i) {
       const int64_t r = k + m * i;  // MicroBatchPositions(k, m, mu)
+      rows_of_[static_cast<size_t>(i)] = r;
       std::memcpy(ids_.data() + i * T, ids + r * T, row_bytes);
       std::memcpy(labels_.data() + i * T, labels + r * T, row_bytes);
     }
-    const CrossEntropySums ls =
-        model_.ForwardBackward(ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_);
+    if (packed) {
+      GatherDocumentLengths(cu_doc_lens, num_cu_doc_lens, rows, T, rows_of_.data(), mu_, docs_);
+    }
+    const CrossEntropySums ls = model_.ForwardBackward(
+        ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_, packed ? docs_.data() : nullptr,
+        packed ? static_cast<int64_t>(docs_.size()) : 0);
     acc_->Add(k, {ls.ce_sum, ls.lse_sq_sum});
   }
   FlatBuffer& grads = acc_->grads();

@@ -41,7 +41,11 @@ class TrainStep {
             int64_t micro_batch_instances, double z_loss_multiplier);
 
   // ids, labels: this rank's batch [rows, T] row-major, rows a multiple of the micro-batch size.
-  StepOutcome Run(const int32_t* ids, const int32_t* labels, int64_t rows, int64_t T, double lr);
+  // cu_doc_lens (optional): OLMo-core's cumulative document lengths over the batch's rows·T
+  // positions (packed instances; no document crosses a row). Each micro-batch then runs with its
+  // rows' documents (micro_batch_documents.h; Olmo3Model::ForwardBackward).
+  StepOutcome Run(const int32_t* ids, const int32_t* labels, int64_t rows, int64_t T, double lr,
+                  const int32_t* cu_doc_lens = nullptr, int64_t num_cu_doc_lens = 0);
 
  private:
   Olmo3Model& model_;
@@ -51,6 +55,8 @@ class TrainStep {
   int64_t mu_;
   double zmul_;
   std::vector<int32_t> ids_, labels_;  // one micro-batch, gathered
+  std::vector<int64_t> rows_of_;       // its rows in the batch
+  std::vector<int32_t> docs_;          // its cu_doc_lens, when the batch has them
   std::unique_ptr<GradAccumulation> acc_;  // reducer.MakeAccumulation(model)
 };
 

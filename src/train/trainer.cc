@@ -35,6 +35,7 @@
 #include "run/plan.h"
 #include "train/grad_reducer.h"
 #include "train/init.h"
+#include "train/rank_batch_step.h"
 #include "train/run_log.h"
 #include "train/run_summary.h"
 #include "train/train_data.h"
@@ -459,8 +460,7 @@ StepRecord TrainingRun::TrainOneStep() {
   const data::RankBatch batch = NextBatch(r.step);
 
   const double lr = LrAt(cfg_.optim.schedule, cfg_.optim.lr, r.step);
-  r.outcome = train_step_->Run(batch.input_ids.data(), batch.labels.data(),
-                               shape_.local_instances, shape_.seq_len, lr);
+  r.outcome = RunRankBatch(*train_step_, batch, lr, shape_.local_instances);
   const int64_t step_tokens = shape_.global_instances * shape_.seq_len;
   step_ = r.step;
   tokens_ += step_tokens;

@@ -1,7 +1,11 @@
 // Tiled attention (FlashAttention-2 scheme) on fp32, SIMD through Highway with run-time target
 // dispatch. Work is split into 64-query × 64-key tiles; only tiles that intersect the visible band
-// (causal, plus the sliding window) are touched, only tiles cut by the band's edges are masked,
-// and in those the products that consume probabilities skip the masked part row block by row block.
+// (causal, plus the sliding window, plus the document bounds under intra-document masking) are
+// touched, only tiles cut by the band's edges are masked, and in those the products that consume
+// probabilities skip the masked part row block by row block. Document bounds are monotone in the
+// position (a later query's document starts no earlier), so a query tile's visible keys are still
+// one contiguous range of key tiles, from the first visible key of its first query: a tile whose
+// queries and keys lie in different documents is never visited.
 //
 // Every tile product is a small GEMM in "broadcast" form, C[r, :] += A[r, k] · B[k, :], where the
 // rows of B are contiguous: each output element is a sum over k in order, one FMA at a time, so a
@@ -35,10 +39,12 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "ops/cpu/attention.h"
 #include "core/profile.h"
 #include "ops/cpu/bf16_round.h"
+#include "ops/document_mask.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace replica {
@@ -117,18 +123,24 @@ struct Band {
   int64_t W;         // window (0 = full causal)
   int64_t row0, k0;  // position of row 0 and of k index 0
   bool rows_are_queries;
+  // This row's document bounds by in-row position (Geometry::DocStart/DocEnd), or null.
+  const int32_t* doc_start = nullptr;
+  const int32_t* doc_end = nullptr;
 
   // [lo, hi) of k indices that rows [r, r + R) can see, clamped to [0, K].
   void Range(size_t r, size_t R, size_t K, size_t& lo, size_t& hi) const {
     const int64_t first = row0 + static_cast<int64_t>(r);
     const int64_t last = first + static_cast<int64_t>(R) - 1;
     int64_t a, b;
-    if (rows_are_queries) {  // query i sees keys (i - W, i]
-      a = (W > 0 ? first - W + 1 : 0) - k0;
+    if (rows_are_queries) {  // query i sees keys (i - W, i] from its document's start on
+      a = (W > 0 ? first - W + 1 : 0);
+      if (doc_start != nullptr) a = std::max<int64_t>(a, doc_start[first]);
+      a -= k0;
       b = last + 1 - k0;
-    } else {  // key j is seen by queries [j, j + W)
+    } else {  // key j is seen by queries [j, j + W) before its document's end
       a = first - k0;
       b = W > 0 ? last + W - k0 : static_cast<int64_t>(K);
+      if (doc_end != nullptr) b = std::min<int64_t>(b, doc_end[last] - k0);
     }
     const int64_t k = static_cast<int64_t>(K);
     lo = static_cast<size_t>(std::clamp<int64_t>(a, 0, k));
@@ -177,6 +189,9 @@ struct Geometry {
   size_t B, T, H, KV, hd, hdp, W, group, nqt, nkt;
   float scale;
   bool bf16;  // round product operands to bf16
+  // Under intra-document masking, [B*T] in-row [start, end) of each position's document; else null.
+  const int32_t* doc_start = nullptr;
+  const int32_t* doc_end = nullptr;
 
   Geometry(const AttentionShape& s, bool round_bf16)
       : B(s.B),
@@ -198,21 +213,47 @@ struct Geometry {
   size_t QStride() const { return H * hd; }
   size_t KVStride() const { return KV * hd; }
 
-  // Key j is visible to query i iff First(i) <= j <= i.
-  size_t First(size_t i) const { return (W > 0 && i + 1 > W) ? i + 1 - W : 0; }
+  // Row b's document bounds by in-row position, or null without masking.
+  const int32_t* DocStart(size_t b) const { return doc_start ? doc_start + b * T : nullptr; }
+  const int32_t* DocEnd(size_t b) const { return doc_end ? doc_end + b * T : nullptr; }
+  // Key j is visible to query i of row b iff First(b, i) <= j <= i, and so iff j <= i < End(b, j).
+  size_t First(size_t b, size_t i) const {
+    const size_t first = (W > 0 && i + 1 > W) ? i + 1 - W : 0;
+    return doc_start ? std::max<size_t>(first, doc_start[b * T + i]) : first;
+  }
+  size_t End(size_t b, size_t j) const {
+    const size_t end = W > 0 ? j + W : T;
+    return doc_end ? std::min<size_t>(end, doc_end[b * T + j]) : end;
+  }
   // Key tiles a query tile sees, [first, last]; query tiles that see a key tile, [first, last].
-  size_t FirstKeyTile(size_t qt) const { return First(qt * kBr) / kBc; }
+  // Both bounds are monotone in the position, so the tiles between them all hold visible pairs,
+  // and (qt, kt) is in one range iff kt is in the other.
+  size_t FirstKeyTile(size_t b, size_t qt) const { return First(b, qt * kBr) / kBc; }
   size_t LastKeyTile(size_t qt) const { return (std::min(T, (qt + 1) * kBr) - 1) / kBc; }
   size_t FirstQueryTile(size_t kt) const { return kt * kBc / kBr; }
-  size_t LastQueryTile(size_t kt) const {
+  size_t LastQueryTile(size_t b, size_t kt) const {
     const size_t last_key = std::min(T, (kt + 1) * kBc) - 1;
-    return (W > 0 ? std::min(T - 1, last_key + W - 1) : T - 1) / kBr;
+    return (std::min(T, End(b, last_key)) - 1) / kBr;
   }
   // True when every (query, key) of the two full tiles is visible.
-  bool TileFullyVisible(size_t q0, size_t qn, size_t k0, size_t kn) const {
-    return qn == kBr && kn == kBc && k0 + kBc - 1 <= q0 && First(q0 + kBr - 1) <= k0;
+  bool TileFullyVisible(size_t b, size_t q0, size_t qn, size_t k0, size_t kn) const {
+    return qn == kBr && kn == kBc && k0 + kBc - 1 <= q0 && First(b, q0 + kBr - 1) <= k0;
   }
 };
+
+// The document bounds of a call with intra-document masking, on the calling thread (read by all).
+thread_local std::vector<int32_t> tls_doc_bounds;
+
+// Sets g's document bounds from s.cu_doc_lens (validated), or leaves them null.
+void BindDocuments(const AttentionShape& s, Geometry& g) {
+  if (s.cu_doc_lens == nullptr) return;
+  const size_t n = g.B * g.T;
+  tls_doc_bounds.resize(2 * n);
+  DocumentBounds(s.cu_doc_lens, s.num_cu_doc_lens, s.B, s.T, tls_doc_bounds.data(),
+                 tls_doc_bounds.data() + n);
+  g.doc_start = tls_doc_bounds.data();
+  g.doc_end = tls_doc_bounds.data() + n;
+}
 
 // Copies `rows` rows of width hd, `stride` apart, to a contiguous zero-padded [rows × hdp] buffer.
 // Operands that a product re-reads for every row block are packed like this: in place, rows H·hd
@@ -302,16 +343,16 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
   const VF vscale = hn::Set(d, g.scale);
   const VF vneginf = hn::Set(d, kNegInf);
 
-  for (size_t kt = g.FirstKeyTile(qt); kt <= g.LastKeyTile(qt); ++kt) {
+  for (size_t kt = g.FirstKeyTile(b, qt); kt <= g.LastKeyTile(qt); ++kt) {
     const size_t k0 = kt * kBc, kn = std::min(kBc, g.T - k0);
     PackRows(g, k + g.KVRow(b, k0, kvh), g.KVStride(), kn, Kp);
     PackRows(g, v + g.KVRow(b, k0, kvh), g.KVStride(), kn, Vp);
     Gemm<false>(kn, kBr, g.hd, Kp, hdp, 1, QT, kBr, ST, kBr);  // Sᵀ = k qᵀ
-    if (!g.TileFullyVisible(q0, qn, k0, kn)) {
-      for (size_t j = 0; j < kn; ++j) {  // key k0+j is visible to queries [key, key+W) ∩ tile
+    if (!g.TileFullyVisible(b, q0, qn, k0, kn)) {
+      for (size_t j = 0; j < kn; ++j) {  // key k0+j is visible to queries [key, End(key)) ∩ tile
         const size_t key = k0 + j;
         const size_t lo = std::min(qn, key > q0 ? key - q0 : 0);
-        const size_t end = g.W > 0 ? key + g.W : g.T;
+        const size_t end = g.End(b, key);
         const size_t hi = end > q0 ? std::min(qn, end - q0) : 0;
         float* row = ST + j * kBr;
         if (lo >= hi) {
@@ -352,7 +393,7 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
         hn::StoreU(hn::Mul(hn::LoadU(d, orow + c), a), d, orow + c);
     }
     const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(q0), static_cast<int64_t>(k0),
-                    /*rows_are_queries=*/true};
+                    /*rows_are_queries=*/true, g.DocStart(b), g.DocEnd(b)};
     Gemm<true>(qn, hdp, kn, ST, 1, kBr, Vp, hdp, O, hdp, &band);  // O += P v
   }
 
@@ -365,7 +406,8 @@ void ForwardQueryTile(const Geometry& g, size_t b, size_t h, size_t qt, const fl
 
 void ForwardImpl(const AttentionShape& s, const float* q, const float* k, const float* v,
                  float* out, float* lse, bool bf16) {
-  const Geometry g(s, bf16);
+  Geometry g(s, bf16);
+  BindDocuments(s, g);
   const int64_t units = static_cast<int64_t>(g.B * g.H * g.nqt);
   // Units are independent (each writes only its own rows of out and lse), so a dynamic schedule
   // balances the uneven causal work without affecting any result.
@@ -454,10 +496,10 @@ void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, 
   const float* D = a.D + g.LseRow(b, h) + q0;
 
   Gemm<false>(qn, kBc, g.hd, q, hdp, 1, s.KT, kBc, s.P, kBc);  // S = q kᵀ
-  if (!g.TileFullyVisible(q0, qn, kt.k0, kn)) {
+  if (!g.TileFullyVisible(b, q0, qn, kt.k0, kn)) {
     for (size_t r = 0; r < qn; ++r) {
       const size_t i = q0 + r;
-      const size_t first = g.First(i);
+      const size_t first = g.First(b, i);
       const size_t lo = std::min(kBc, first > kt.k0 ? first - kt.k0 : 0);
       const size_t hi = i + 1 > kt.k0 ? std::min(kBc, i + 1 - kt.k0) : 0;
       float* row = s.P + r * kBc;
@@ -488,13 +530,15 @@ void BackwardPair(const Geometry& g, const BackwardArgs& a, size_t b, size_t h, 
 
   if (with_dkdv) {
     const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(kt.k0),
-                    static_cast<int64_t>(q0), /*rows_are_queries=*/false};
+                    static_cast<int64_t>(q0), /*rows_are_queries=*/false, g.DocStart(b),
+                    g.DocEnd(b)};
     Gemm<true>(kn, hdp, qn, s.P, 1, kBc, dout, hdp, s.dV, hdp, &band);  // dV += Pᵀ dout
     Gemm<true>(kn, hdp, qn, s.dS, 1, kBc, q, hdp, s.dK, hdp, &band);    // dK += dSᵀ q
   }
   if (rows.dq != nullptr) {
     const Band band{static_cast<int64_t>(g.W), static_cast<int64_t>(q0),
-                    static_cast<int64_t>(kt.k0), /*rows_are_queries=*/true};
+                    static_cast<int64_t>(kt.k0), /*rows_are_queries=*/true, g.DocStart(b),
+                    g.DocEnd(b)};
     float* dq = rows.dq + (q0 - rows.first) * hdp;
     Gemm<true>(qn, hdp, kn, s.dS, kBc, 1, s.Kp, hdp, dq, hdp, &band);  // dq += dS k
   }
@@ -510,7 +554,7 @@ void BackwardKeyTile(const Geometry& g, const BackwardArgs& a, size_t b, size_t 
   std::fill(s.dK, s.dK + kBc * g.hdp, 0.0f);
   std::fill(s.dV, s.dV + kBc * g.hdp, 0.0f);
   for (size_t h = kvh * g.group; h < (kvh + 1) * g.group; ++h) {
-    for (size_t qt = g.FirstQueryTile(kt); qt <= g.LastQueryTile(kt); ++qt) {
+    for (size_t qt = g.FirstQueryTile(kt); qt <= g.LastQueryTile(b, kt); ++qt) {
       BackwardPair(g, a, b, h, qt, key, rows_of(h, qt), s, /*with_dkdv=*/true);
     }
   }
@@ -569,7 +613,7 @@ void BackwardQueryTileDq(const Geometry& g, const BackwardArgs& a, size_t b, siz
   PackRows(g, a.dout + g.QRow(b, q0, h), g.QStride(), qn, s.dOp);
   std::fill(s.dQ, s.dQ + kBr * g.hdp, 0.0f);
   const QueryRows rows{s.Qp, s.dOp, s.dQ, q0};
-  for (size_t kt = g.FirstKeyTile(qt); kt <= g.LastKeyTile(qt); ++kt) {
+  for (size_t kt = g.FirstKeyTile(b, qt); kt <= g.LastKeyTile(qt); ++kt) {
     const KeyTile key = LoadKeyTile(g, a, b, h / g.group, kt, s);
     BackwardPair(g, a, b, h, qt, key, rows, s, /*with_dkdv=*/false);
   }
@@ -583,7 +627,8 @@ constexpr size_t kMaxGroupUnitFloats = size_t{16} << 20;  // 64 MiB
 void BackwardImpl(const AttentionShape& shape, const float* q, const float* k, const float* v,
                   const float* out, const float* lse, const float* dout, float* dq, float* dk,
                   float* dv, int scheme, bool bf16) {
-  const Geometry g(shape, bf16);
+  Geometry g(shape, bf16);
+  BindDocuments(shape, g);
   const int64_t rows = static_cast<int64_t>(g.B * g.H * g.T);
   float* D = tls_call_scratch.Get(rows);
   const int64_t positions = static_cast<int64_t>(g.B * g.T);
@@ -628,6 +673,25 @@ void BackwardImpl(const AttentionShape& shape, const float* q, const float* k, c
   }
 }
 
+// The (query tile, key tile) pairs of one head that the forward visits (by query tile) and that
+// the backward visits (by key tile), summed over b and the heads.
+void TilePairsImpl(const AttentionShape& s, int64_t* forward, int64_t* backward) {
+  Geometry g(s, false);
+  BindDocuments(s, g);
+  *forward = 0;
+  *backward = 0;
+  for (size_t b = 0; b < g.B; ++b) {
+    for (size_t qt = 0; qt < g.nqt; ++qt) {
+      *forward += static_cast<int64_t>(g.LastKeyTile(qt) - g.FirstKeyTile(b, qt) + 1);
+    }
+    for (size_t kt = 0; kt < g.nkt; ++kt) {
+      *backward += static_cast<int64_t>(g.LastQueryTile(b, kt) - g.FirstQueryTile(kt) + 1);
+    }
+  }
+  *forward *= static_cast<int64_t>(g.H);
+  *backward *= static_cast<int64_t>(g.H);
+}
+
 }  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace replica
@@ -637,6 +701,14 @@ HWY_AFTER_NAMESPACE();
 namespace replica {
 HWY_EXPORT(ForwardImpl);
 HWY_EXPORT(BackwardImpl);
+HWY_EXPORT(TilePairsImpl);
+
+AttentionTilePairs CountAttentionTilePairs(const AttentionShape& s) {
+  ValidateAttentionShape(s);
+  AttentionTilePairs pairs;
+  HWY_DYNAMIC_DISPATCH(TilePairsImpl)(s, &pairs.forward, &pairs.backward);
+  return pairs;
+}
 
 void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
                       float* out, float* lse, Precision precision) {

@@ -8,7 +8,10 @@
 //   out [B, T, H,  hd]
 //   lse [B, H, T]         log-sum-exp of the scaled scores of each query row (saved for backward)
 // Query head n uses kv head n / (H / KV). Scores are (q·k) * scale, scale = 1/sqrt(hd).
-// Visibility: key j is visible to query i iff j <= i and (window == 0 or i - window < j).
+// Visibility: key j is visible to query i iff j <= i and (window == 0 or i - window < j), and,
+// under intra-document masking (s.cu_doc_lens set; ops/document_mask.h), j is in i's document.
+// Tiles with no visible pair are skipped, so a packed row costs about what its documents cost
+// apart (CountAttentionTilePairs).
 // Precision::kBf16: every operand of QKᵀ, PV and their backward products is rounded to bf16 with
 // fp32 accumulation; softmax statistics and lse stay fp32 (docs/precision.md).
 // Outputs (out, lse, dq, dk, dv) must not alias any input. Each output element is computed by one
@@ -65,5 +68,15 @@ void ValidateAttentionShape(const AttentionShape& s);
 // Number of visible (query, key) pairs of one head over a sequence of T positions:
 // Σ_i min(i+1, window) (window 0 = i+1). Forward FLOPs = 4·hd·pairs per head.
 int64_t AttentionVisiblePairs(int64_t T, int64_t window);
+
+// The 64 × 64 (query tile, key tile) products the fast path computes per call, summed over b and
+// the heads: `forward` as the forward visits them (per query tile), `backward` as the backward's
+// dk/dv pass does (per key tile). The two are equal; with documents they count only tiles that
+// hold a visible pair, e.g. a T = 256 row of documents [0, 64), [64, 128), [128, 256) costs 5 of
+// the causal 10.
+struct AttentionTilePairs {
+  int64_t forward = 0, backward = 0;
+};
+AttentionTilePairs CountAttentionTilePairs(const AttentionShape& s);
 
 }  // namespace replica

@@ -1,5 +1,5 @@
 // Scalar reference attention: one (b, head, query) row at a time, every visible score materialised,
-// sums in double. Written for clarity, not speed; the fast path in attention.cc is tested against
+// sums in double. Intra-document masking narrows each query's visible keys to its document's. Written for clarity, not speed; the fast path in attention.cc is tested against
 // it and the float and double instances share this one template.
 #include <algorithm>
 #include <cmath>
@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "ops/cpu/attention.h"
 #include "ops/cpu/bf16_round.h"
+#include "ops/document_mask.h"
 
 namespace replica {
 
@@ -20,6 +21,9 @@ void ValidateAttentionShape(const AttentionShape& s) {
           s.KV);
   Require(s.window >= 0, "attention shape: window must be >= 0 (0 = full causal), got {}",
           s.window);
+  if (s.cu_doc_lens != nullptr || s.num_cu_doc_lens != 0) {
+    ValidateDocumentLengths(s.cu_doc_lens, s.num_cu_doc_lens, s.B, s.T);
+  }
 }
 
 int64_t AttentionVisiblePairs(int64_t T, int64_t window) {
@@ -31,13 +35,21 @@ int64_t AttentionVisiblePairs(int64_t T, int64_t window) {
 namespace {
 
 struct Index {
+  explicit Index(const AttentionShape& shape) : s(shape) {
+    if (s.cu_doc_lens == nullptr) return;
+    doc_start.resize(static_cast<size_t>(s.B * s.T));
+    std::vector<int32_t> doc_end(doc_start.size());
+    DocumentBounds(s.cu_doc_lens, s.num_cu_doc_lens, s.B, s.T, doc_start.data(), doc_end.data());
+  }
   const AttentionShape& s;
+  std::vector<int32_t> doc_start;  // [B*T] in-row start of each position's document, or empty
   int64_t Q(int64_t b, int64_t t, int64_t h) const { return ((b * s.T + t) * s.H + h) * s.hd; }
   int64_t KV(int64_t b, int64_t t, int64_t g) const { return ((b * s.T + t) * s.KV + g) * s.hd; }
   int64_t Lse(int64_t b, int64_t h, int64_t t) const { return (b * s.H + h) * s.T + t; }
-  // First visible key of query i (keys first..i are visible).
-  int64_t First(int64_t i) const {
-    return s.window > 0 ? std::max<int64_t>(0, i - s.window + 1) : 0;
+  // First visible key of query i of row b (keys first..i are visible).
+  int64_t First(int64_t b, int64_t i) const {
+    const int64_t first = s.window > 0 ? std::max<int64_t>(0, i - s.window + 1) : 0;
+    return doc_start.empty() ? first : std::max<int64_t>(first, doc_start[b * s.T + i]);
   }
 };
 
@@ -46,7 +58,7 @@ template <typename T>
 void Forward(const AttentionShape& s, const T* q, const T* k, const T* v, T* out, T* lse,
              bool round_p = false) {
   ValidateAttentionShape(s);
-  const Index ix{s};
+  const Index ix(s);
   const int64_t group = s.H / s.KV;
   const double scale = 1.0 / std::sqrt(static_cast<double>(s.hd));
   std::vector<double> score(s.T), acc(s.hd);
@@ -55,7 +67,7 @@ void Forward(const AttentionShape& s, const T* q, const T* k, const T* v, T* out
       const int64_t g = h / group;
       for (int64_t i = 0; i < s.T; ++i) {
         const T* qi = q + ix.Q(b, i, h);
-        const int64_t first = ix.First(i);
+        const int64_t first = ix.First(b, i);
         double max = -std::numeric_limits<double>::infinity();
         for (int64_t j = first; j <= i; ++j) {
           const T* kj = k + ix.KV(b, j, g);
@@ -87,7 +99,7 @@ template <typename T>
 void Backward(const AttentionShape& s, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const T* dout, T* dq, T* dk, T* dv) {
   ValidateAttentionShape(s);
-  const Index ix{s};
+  const Index ix(s);
   const int64_t group = s.H / s.KV;
   const double scale = 1.0 / std::sqrt(static_cast<double>(s.hd));
   const int64_t qsize = s.B * s.T * s.H * s.hd, kvsize = s.B * s.T * s.KV * s.hd;
@@ -103,7 +115,7 @@ void Backward(const AttentionShape& s, const T* q, const T* k, const T* v, const
         const double lse_i = lse[ix.Lse(b, h, i)];
         double D = 0;
         for (int64_t d = 0; d < s.hd; ++d) D += static_cast<double>(doi[d]) * oi[d];
-        for (int64_t j = ix.First(i); j <= i; ++j) {
+        for (int64_t j = ix.First(b, i); j <= i; ++j) {
           const T* kj = k + ix.KV(b, j, g);
           const T* vj = v + ix.KV(b, j, g);
           double dot = 0, dp = 0;
