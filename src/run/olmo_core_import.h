@@ -180,14 +180,16 @@ class Importer {
 
   OlmoCoreImport Run(const json& root);
 
-  void Refuse(const std::string& path, const std::string& reason) {
-    out_.refused.push_back({path, reason, ""});
+  // substitute: what replica computes instead under --allow-unsupported ("" for nothing).
+  void Refuse(const std::string& path, const std::string& reason,
+              const std::string& substitute = "") {
+    out_.refused.push_back({path, reason, "", substitute});
   }
   void Ignored(const std::string& path, const std::string& reason) {
-    out_.ignored.push_back({path, reason, ""});
+    out_.ignored.push_back({path, reason, "", ""});
   }
   void Unresolved(const std::string& path, const std::string& reason, const std::string& key) {
-    out_.unresolved.push_back({path, reason, key});
+    out_.unresolved.push_back({path, reason, key, ""});
   }
 
   // The rule of `j`'s class at `path` if it is a known class of `role` read field by field;

@@ -293,7 +293,9 @@ void Importer::Float8(const json& j, const std::string& path) {
     Refuse(o.At("enabled"),
            fmt::format("{}float8 matmuls are not implemented in replica (it computes in fp32 or "
                        "bf16, compute.precision)",
-                       enabled ? "" : "absent, so true (Float8Config's default): "));
+                       enabled ? "" : "absent, so true (Float8Config's default): "),
+           "the linear layers compute in compute.precision, without float8's scaled rounding of "
+           "their operands");
   } else if (enabled) {
     Ignored(path, "Float8Config with enabled=false: nothing is converted");
   }
