@@ -62,6 +62,10 @@ replica::cli::CommandRegistration reg(
                            "machine's memory)", args->memory);
         }
         options.lr_steps = steps;
+        if (const std::string note = config.model.ContextBeyondRope(config.data.seq_len);
+            !note.empty())
+          std::fprintf(stderr, "replica: warning: %s: data.seq_len: %s\n", args->config.c_str(),
+                       note.c_str());
         const replica::RunPlan plan = replica::MakePlan(config, options);
         const std::optional<replica::ContextParallelPlan> cp =
             replica::PlanContextParallel(config, options.memory);

@@ -3,8 +3,8 @@
 # degree is mapped to parallel.context_parallel_degree and the plan says what it means per rank.
 # At 24 GiB per rank the stage fits at no world size with each sequence whole on one rank, and
 # fits with the sequence split 8 ways at a world that is a multiple of 8, under the budget; the
-# degree must divide the sequence length.
-#   usage: context_parallel_plan.sh <replica-binary> <repo-root>
+# degree must divide the sequence length. A sequence past the YaRN's context is planned and named.
+#   usage: long_context_plan.sh <replica-binary> <repo-root>
 set -u
 BIN=$1
 SRC=$2
@@ -37,4 +37,10 @@ check "at 24 GiB: no world fits whole sequences, degree 8 fits at a multiple of 
 "$BIN" plan "$LC" --allow-unsupported --set parallel.context_parallel_degree=3 > /dev/null 2> "$tmp/err"; rc=$?
 check "a degree that does not divide the sequence is refused (rc $rc: $(head -c 300 "$tmp/err"))" \
   '[ $rc -eq 2 ] && grep -q "parallel.context_parallel_degree" "$tmp/err" && grep -q "dividing data.seq_len (65536)" "$tmp/err"'
+# Past the context the YaRN was set for (8192 x 8): planned, and said.
+"$BIN" plan "$LC" --allow-unsupported --set data.seq_len=131072 > /dev/null 2> "$tmp/err"; rc=$?
+check "a sequence past original_max_position_embeddings x factor is named (rc $rc)" \
+  '[ $rc -eq 0 ] && grep -q "data.seq_len: 131072 positions are beyond the 65536 the full-attention layers" "$tmp/err"'
+"$BIN" plan "$LC" --allow-unsupported > /dev/null 2> "$tmp/err"
+check "the stage's own 65536 is within it" '! grep -q "positions are beyond" "$tmp/err"'
 cli_finish
