@@ -53,6 +53,11 @@ def parse_args():
     ap.add_argument("--vocab-size", type=int, default=384)
     ap.add_argument("--eos-id", type=int, default=0)
     ap.add_argument("--pad-id", type=int, default=1)
+    ap.add_argument("--float8", action="store_true",
+                    help="float8 linear layers as the long-context stage sets them (torchao "
+                    "Float8Linear: AOFloat8LinearConfig(enable_fsdp_float8_all_gather=True, "
+                    "round_scales_to_power_of_2=True)); needs torchao importable, which the "
+                    "reference lock does not install")
     ap.add_argument("--tokenizer", help="the tokenizer.json the token files were made with "
                     "(recorded as dataset.tokenizer.identifier)")
     return ap.parse_args()
@@ -110,6 +115,12 @@ def build_config(args):
         dp_config = TransformerDataParallelConfig(
             name=DataParallelType.fsdp, param_dtype=DType.bfloat16, reduce_dtype=DType.float32,
             wrapping_strategy=TransformerDataParallelWrappingStrategy.blocks)
+    float8_config = None
+    if args.float8:
+        from olmo_core.float8 import AOFloat8LinearConfig, Float8Config
+        float8_config = Float8Config(ao=AOFloat8LinearConfig(enable_fsdp_float8_all_gather=True,
+                                                             round_scales_to_power_of_2=True),
+                                     enabled=True)
     train_module = TransformerTrainModuleConfig(
         rank_microbatch_size=args.micro_batch_instances * SEQ_LEN,
         max_sequence_length=SEQ_LEN,
@@ -120,6 +131,7 @@ def build_config(args):
         scheduler=CosWithWarmup(warmup_steps=WARMUP),
         compile_model=False,
         dp_config=dp_config,
+        float8_config=float8_config,
         z_loss_multiplier=1e-5,
         max_grad_norm=1.0,
     )

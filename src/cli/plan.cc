@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "cli/olmo_core_options.h"
 #include "run/olmo_core_config.h"
+#include "run/context_parallel.h"
 #include "run/plan.h"
 #include "run/run_config.h"
 
@@ -61,11 +62,20 @@ replica::cli::CommandRegistration reg(
                            "machine's memory)", args->memory);
         }
         options.lr_steps = steps;
+        if (const std::string note = config.model.ContextBeyondRope(config.data.seq_len);
+            !note.empty())
+          std::fprintf(stderr, "replica: warning: %s: data.seq_len: %s\n", args->config.c_str(),
+                       note.c_str());
         const replica::RunPlan plan = replica::MakePlan(config, options);
+        const std::optional<replica::ContextParallelPlan> cp =
+            replica::PlanContextParallel(config, options.memory);
         if (args->json) {
-          std::printf("%s\n", plan.ToJson().dump(2).c_str());
+          nlohmann::json j = plan.ToJson();
+          if (cp) j["context_parallel"] = cp->ToJson();
+          std::printf("%s\n", j.dump(2).c_str());
         } else {
           std::fputs(plan.ToText().c_str(), stdout);
+          if (cp) std::printf("%s\n", cp->ToText().c_str());
         }
         return 0;
       };

@@ -49,6 +49,9 @@ replica::cli::CommandRegistration reg(
           ->required();
       app.add_flag("--json", args->json, "print the end-of-run summary as JSON on stdout");
       app.add_flag("--quiet", args->quiet, "no progress lines (other messages still go to stderr)");
+      app.add_flag("--allow-unsupported", args->import.allow_unsupported,
+                   "OLMo-core config.json: train past a refused setting where replica computes "
+                   "something in its place (named on stderr and in train.log); others stay refused");
       app.add_option("--dump-batches", args->dump_batches,
                      "write what each step fed to DIR/rank-<r>.jsonl: instance indices and the "
                      "sha256 of the input ids (docs/training.md)");
@@ -59,7 +62,8 @@ replica::cli::CommandRegistration reg(
         replica::parallel::RestrictFaultToRank(*comm);
         replica::TrainerOptions options;
         args->import.for_training = true;
-        options.config = replica::LoadRunConfig(args->config, args->sets, args->import);
+        options.config = replica::LoadRunConfig(args->config, args->sets, args->import,
+                                                &options.unreproduced);
         options.rank = comm->rank();
         options.world = comm->world();
         // parallel.sharding zero3 shards parameters, gradients and Adam at any world size

@@ -583,6 +583,23 @@ std::string ModelConfig::RopeSummary() const {
   return "full layers " + RopeText(rope_full) + "; sliding layers " + RopeText(rope_sliding);
 }
 
+std::string ModelConfig::ContextBeyondRope(int64_t seq_len) const {
+  if (rope_full.type == RopeType::kYarn) {
+    const double context =
+        static_cast<double>(rope_full.original_max_position_embeddings) * rope_full.factor;
+    if (static_cast<double>(seq_len) <= context) return "";
+    return fmt::format("{} positions are beyond the {:.0f} the full-attention layers' YaRN was set "
+                       "for (original_max_position_embeddings {} x factor {}); RoPE extrapolates "
+                       "past it, as OLMo-core and transformers compute it",
+                       seq_len, context, rope_full.original_max_position_embeddings,
+                       rope_full.factor);
+  }
+  if (max_position_embeddings <= 0 || seq_len <= max_position_embeddings) return "";
+  return fmt::format("{} positions are beyond max_position_embeddings ({}); RoPE extrapolates past "
+                     "it, as OLMo-core and transformers compute it",
+                     seq_len, max_position_embeddings);
+}
+
 nlohmann::json RopeParamsJson(const RopeParams& p) {
   json o = {{"rope_type", p.type == RopeType::kYarn ? "yarn" : "default"}, {"rope_theta", p.theta}};
   if (p.type == RopeType::kYarn) {

@@ -68,6 +68,11 @@ struct ModelConfig {
   void SetPlainRope(double theta);
   // One line for `replica plan` and logs, e.g. "rope: theta 500000; full layers yarn (factor 8, ...)".
   std::string RopeSummary() const;
+  // "" when `seq_len` positions are within the context the full-attention layers' RoPE was set
+  // for (YaRN: original_max_position_embeddings × factor; plain: max_position_embeddings, when
+  // given); else a sentence saying so. Positions past it are computed all the same, as OLMo-core
+  // and transformers compute them: RoPE has no length limit, the model was not trained there.
+  std::string ContextBeyondRope(int64_t seq_len) const;
 
   // Parameter table with HF names in the canonical order (fixture README order):
   // embed, per layer q,k,v,o,q_norm,k_norm,gate,up,down,post_attn_norm,post_ff_norm; norm; lm_head

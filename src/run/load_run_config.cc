@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/json_parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -115,14 +117,27 @@ RunConfig RunConfigFromImport(const OlmoCoreImport& im, const std::string& path,
 }
 
 RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides,
-                        const OlmoCoreImportOptions& options) {
+                        const OlmoCoreImportOptions& options, std::vector<std::string>* notices) {
   const json j = ReadOlmoCoreConfig(path);
   if (j.is_null()) return RunConfig::Load(path, overrides);
   const OlmoCoreImport im = ImportOlmoCoreConfig(j, path, options);
   if (options.allow_unsupported) {
-    for (const ImportNote& n : im.refused)
-      std::fprintf(stderr, "replica: warning: %s: %s: NOT reproduced: %s\n", path.c_str(),
-                   n.json_path.c_str(), n.reason.c_str());
+    if (options.for_training) {
+      std::vector<ImportNote> blocking;
+      for (const ImportNote& n : im.refused)
+        if (n.substitute.empty()) blocking.push_back(n);
+      Require(blocking.empty(),
+              "{}: --allow-unsupported trains past a refused setting only where replica computes "
+              "something in its place; {} setting(s) have nothing that could stand in:{}",
+              path, blocking.size(), NotesText(blocking));
+    }
+    for (const ImportNote& n : im.refused) {
+      const std::string line = fmt::format(
+          "{}: NOT reproduced: {}{}", n.json_path, n.reason,
+          n.substitute.empty() ? "" : fmt::format("; in its place: {}", n.substitute));
+      std::fprintf(stderr, "replica: warning: %s: %s\n", path.c_str(), line.c_str());
+      if (notices) notices->push_back(line);
+    }
   } else {
     RequireNoRefusals(im, path);
   }

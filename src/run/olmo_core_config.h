@@ -37,7 +37,9 @@ struct OlmoCoreImportOptions {
   std::string mix_file;         // one mix file, whatever dataset.mix names
   std::string data_paths_file;  // data_paths.txt: the token files in order (replaces the dataset's)
   std::vector<std::string> path_map;  // "PREFIX=LOCAL": a path starting with PREFIX is rewritten
-  bool allow_unsupported = false;     // report refusals instead of failing (plan what-ifs)
+  // Report refusals instead of failing: plan reports every one; training goes on only past those
+  // with a substitute (ImportNote::substitute), and names each.
+  bool allow_unsupported = false;
   int64_t max_steps = 0;  // > 0: train.max_steps when the config stops after epochs of unknown data
   bool for_training = false;  // LoadRunConfig: unresolved data or checkpoint paths are errors
 };
@@ -45,6 +47,9 @@ struct OlmoCoreImportOptions {
 struct ImportNote {
   std::string json_path, reason;
   std::string replica_key;  // for unresolved notes: the key a --set may give instead
+  // For refusals: what replica computes instead when allowed past it (--allow-unsupported), ""
+  // when nothing can stand in and training stays refused.
+  std::string substitute;
 };
 
 struct OlmoCoreImport {
@@ -96,10 +101,13 @@ nlohmann::json ReadOlmoCoreConfig(const std::string& path);
 
 // A run config from `path`: replica YAML, or an OLMo-core config.json (recognised by "_CLASS_").
 // For config.json every refusal is an Error (unless options.allow_unsupported, which prints them
-// on stderr), and so is a missing max_steps (epoch hard stop without the data) unless `overrides`
+// on stderr with what stands in; with options.for_training a refusal without a substitute stays
+// an Error), and so is a missing max_steps (epoch hard stop without the data) unless `overrides`
 // set train.max_steps; with options.for_training, so is anything unresolved (remote data or
 // checkpoint paths, a mix file not given) unless `overrides` set the key it would fill.
+// `notices` (optional) receives one line per refused setting let through by allow_unsupported.
 RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides,
-                        const OlmoCoreImportOptions& options);
+                        const OlmoCoreImportOptions& options,
+                        std::vector<std::string>* notices = nullptr);
 
 }  // namespace replica

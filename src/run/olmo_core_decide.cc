@@ -499,6 +499,11 @@ void Importer::DecideRest(Decided& d) {
     add("compute.precision", r_.precision.value,
         r_.precision.path + " (bf16 matmul operands from fp32 master weights)");
 
+  // context parallelism: the same attention, each sequence whole on one rank; plan shows the degree
+  if (r_.context_parallel_degree.set)
+    add("parallel.context_parallel_degree", std::to_string(r_.context_parallel_degree.value),
+        r_.context_parallel_degree.path + " (planned; replica computes each sequence on one rank)");
+
   // parallel: FSDP is ZeRO-3 (and the sequential order above is the one zero3 runs on many ranks)
   if (!r_.data_parallel_path.empty())
     add("parallel.sharding", "zero3",

@@ -37,6 +37,9 @@ std::vector<FieldRule> Join(std::initializer_list<std::vector<FieldRule>> parts)
 
 const char* kKernel = "kernel or compiler choice; the same math";
 const char* kLayout = "parallel layout; replica's data-parallel reduction is exact and fixed-order";
+const char* kContextLayout =
+    "how the context-parallel ranks split attention (ring or Ulysses, load balancer, head stride); "
+    "replica computes each sequence's attention whole on one rank, the same math";
 const char* kFp32Params = "replica keeps fp32 parameters";
 const char* kNoDropout = "replica trains without dropout";
 const char* kDataCache = "OLMo-core's cache directory";
@@ -570,10 +573,16 @@ std::vector<ClassRule> Build() {
                  Accepted("only_allreduce_last_microbatch",
                           "when gradients are reduced over ranks; the sum is the same"),
              }),
-      AcceptWhole("olmo_core.train.train_module.transformer.config.TransformerContextParallelConfig",
-                  Role::kOtherParallel,
-                  "context parallelism splits each sequence over ranks; replica computes the "
-                  "same attention over the whole sequence on one rank"),
+      Fields("olmo_core.train.train_module.transformer.config.TransformerContextParallelConfig",
+             Role::kContextParallel,
+             {
+                 Mapped("degree", "parallel.context_parallel_degree"),
+                 Accepted("ring", kContextLayout),
+                 Accepted("uly", kContextLayout),
+                 // the same settings as fields of the class itself, as older OLMo-core wrote them
+                 Accepted("load_balancer", kContextLayout),
+                 Accepted("head_stride", kContextLayout),
+             }),
       AcceptWhole("olmo_core.train.train_module.transformer.config.TransformerTensorParallelConfig",
                   Role::kOtherParallel, parallel_layout),
       AcceptWhole(
@@ -648,6 +657,7 @@ const char* RoleName(Role r) {
     case Role::kCallback: return "a trainer callback";
     case Role::kDataParallel: return "a data-parallel config";
     case Role::kOtherParallel: return "a parallelism config";
+    case Role::kContextParallel: return "a context-parallel config";
     case Role::kFloat8: return "a float8 config";
     case Role::kActivationCheckpointing: return "an activation-checkpointing config";
     case Role::kLaunch: return "a launch config";

@@ -43,6 +43,7 @@ enum class Role {
   kCallback,
   kDataParallel,
   kOtherParallel,
+  kContextParallel,
   kFloat8,
   kActivationCheckpointing,
   kLaunch,

@@ -105,6 +105,7 @@ struct Recipe {
   bool skip_step = false;
   std::string data_parallel_path;  // train_module.dp_config, when the recipe shards over ranks
   Src<std::string> precision;      // "bf16" from param_dtype / autocast_precision
+  Src<int64_t> context_parallel_degree;  // cp_config.degree
   Src<int64_t> rolling_interval;
   Src<double> sigma;
   std::optional<Schedule> schedule;
@@ -180,14 +181,16 @@ class Importer {
 
   OlmoCoreImport Run(const json& root);
 
-  void Refuse(const std::string& path, const std::string& reason) {
-    out_.refused.push_back({path, reason, ""});
+  // substitute: what replica computes instead under --allow-unsupported ("" for nothing).
+  void Refuse(const std::string& path, const std::string& reason,
+              const std::string& substitute = "") {
+    out_.refused.push_back({path, reason, "", substitute});
   }
   void Ignored(const std::string& path, const std::string& reason) {
-    out_.ignored.push_back({path, reason, ""});
+    out_.ignored.push_back({path, reason, "", ""});
   }
   void Unresolved(const std::string& path, const std::string& reason, const std::string& key) {
-    out_.unresolved.push_back({path, reason, key});
+    out_.unresolved.push_back({path, reason, key, ""});
   }
 
   // The rule of `j`'s class at `path` if it is a known class of `role` read field by field;
@@ -212,6 +215,7 @@ class Importer {
   Duration ReadDuration(const json& j, const std::string& path);
   void Callback(const json& j, const std::string& path);
   void DataParallel(const json& j, const std::string& path);
+  void ContextParallel(const json& j, const std::string& path);
   void Float8(const json& j, const std::string& path);
   // readers (olmo_core_data.cc)
   void Dataset(const json& j, const std::string& path);

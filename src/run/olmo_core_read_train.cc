@@ -284,6 +284,22 @@ void Importer::DataParallel(const json& j, const std::string& path) {
   o.Finish();
 }
 
+void Importer::ContextParallel(const json& j, const std::string& path) {
+  const ClassRule* cls = Dispatch(j, path, Role::kContextParallel);
+  if (!cls) return;
+  Obj o(*this, j, path, *cls);
+  const std::optional<int64_t> v = o.Int("degree");
+  if (!v && !o.Has("degree")) {
+    Refuse(o.At("degree"), "absent: OLMo-core's ContextParallelConfig requires it");
+  } else if (v) {
+    if (*v < 1 || *v > (int64_t{1} << 20))
+      Refuse(o.At("degree"), fmt::format("{}: expected an integer from 1 to 2^20", *v));
+    else
+      r_.context_parallel_degree.Set(*v, o.At("degree"));
+  }
+  o.Finish();
+}
+
 void Importer::Float8(const json& j, const std::string& path) {
   const ClassRule* cls = Dispatch(j, path, Role::kFloat8);
   if (!cls) return;
@@ -293,7 +309,9 @@ void Importer::Float8(const json& j, const std::string& path) {
     Refuse(o.At("enabled"),
            fmt::format("{}float8 matmuls are not implemented in replica (it computes in fp32 or "
                        "bf16, compute.precision)",
-                       enabled ? "" : "absent, so true (Float8Config's default): "));
+                       enabled ? "" : "absent, so true (Float8Config's default): "),
+           "the linear layers compute in compute.precision, without float8's scaled rounding of "
+           "their operands");
   } else if (enabled) {
     Ignored(path, "Float8Config with enabled=false: nothing is converted");
   }
@@ -337,7 +355,8 @@ void Importer::TrainModule(const json& j, const std::string& path) {
   }
   if (const json* v = o.Take("float8_config")) Float8(*v, o.At("float8_config"));
   if (const json* v = o.Take("dp_config")) DataParallel(*v, o.At("dp_config"));
-  for (const char* k : {"tp_config", "cp_config", "pp_config", "ep_config"})
+  if (const json* v = o.Take("cp_config")) ContextParallel(*v, o.At("cp_config"));
+  for (const char* k : {"tp_config", "pp_config", "ep_config"})
     if (const json* v = o.Take(k)) Dispatch(*v, o.At(k), Role::kOtherParallel);
   if (const json* v = o.Take("ac_config"))
     Dispatch(*v, o.At("ac_config"), Role::kActivationCheckpointing);

@@ -160,6 +160,10 @@ const std::vector<Field>& Fields() {
        "what train.recompute auto plans against"},
       {"parallel.prefetch", Kind::kBool, false, REF(parallel.prefetch),
        "zero3: gather the next unit's weights while this one computes (one more unit buffer)"},
+      {"parallel.context_parallel_degree", Kind::kInt, false,
+       REF(parallel.context_parallel_degree),
+       "the reference's context-parallel degree (OLMo-core cp_config.degree); replica computes "
+       "each sequence on one rank, plan shows per-rank memory and K/V traffic at this degree"},
       {"fault.kill_at_step", Kind::kInt, false, REF(fault.kill_at_step),
        "test hook: SIGKILL itself after this step (0 = off)"},
       {"fault.kill_in_checkpoint", Kind::kInt, false, REF(fault.kill_in_checkpoint),
@@ -742,6 +746,12 @@ void Validate(RunConfig& c, const std::string& source,
           W("parallel.sharding"), c.train.grad_accumulation);
   if (c.train.recompute != "auto")
     ParseRecompute(c.train.recompute, W("train.recompute") + "config key 'train.recompute' (or auto)");
+  Require(c.parallel.context_parallel_degree >= 1 &&
+              c.data.seq_len % c.parallel.context_parallel_degree == 0,
+          "{}config key 'parallel.context_parallel_degree': expected an integer >= 1 dividing "
+          "data.seq_len ({}), got {}",
+          W("parallel.context_parallel_degree"), c.data.seq_len,
+          c.parallel.context_parallel_degree);
   ParseByteSize(c.parallel.memory_per_rank,
                 W("parallel.memory_per_rank") + "config key 'parallel.memory_per_rank'");
   non_negative(c.fault.kill_at_step, "fault.kill_at_step");

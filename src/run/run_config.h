@@ -113,6 +113,10 @@ struct RunConfig {
     std::string memory_per_rank = "0";
     // zero3: start the gather of the next unit while this one computes (docs/distributed.md).
     bool prefetch = true;
+    // The reference run's context-parallel degree (OLMo-core cp_config.degree): each sequence
+    // split over this many ranks. replica computes every sequence whole on one rank, the same
+    // math; `replica plan` shows what the degree implies per rank (run/context_parallel.h).
+    int64_t context_parallel_degree = 1;
   } parallel;
 
   struct Fault {

@@ -394,6 +394,9 @@ void TrainingRun::OpenOutputs() {
        ResolvedConfigLines(cfg_, loader_->dataset(), loader_->batches_per_epoch()))
     log_->Line(line);
   log_->Line(fmt::format("compute: {}", compute_.Describe()));
+  for (const std::string& line : opt_.unreproduced) log_->Line("source config: " + line);
+  if (const std::string note = cfg_.model.ContextBeyondRope(cfg_.data.seq_len); !note.empty())
+    log_->Line("warning: data.seq_len: " + note);
   const std::optional<TrainState>& saved = start_.saved;
   if (saved && (saved->precision != precision_name_ ||
                 (!saved->isa.empty() && saved->isa != isa_name_) || saved->world_size != opt_.world)) {

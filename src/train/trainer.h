@@ -58,6 +58,9 @@ struct TrainerOptions {
                      int64_t rows, int64_t seq_len)>
       on_batch;
   double peak_flops = 0;  // MFU denominator; 0 = measure the GEMM rate at start-up
+  // Settings of the source config that this run does not reproduce and what it computes in their
+  // place (`train --allow-unsupported`); each is written to train.log at the start of every run.
+  std::vector<std::string> unreproduced;
 };
 
 struct TrainSummary {
