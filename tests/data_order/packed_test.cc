@@ -118,5 +118,43 @@ TEST(PackedDataset, EveryInstanceMatchesOlmoCore) {
   EXPECT_EQ(refused, 2u);
 }
 
+// The loader over a packed dataset: labels are ignored where OLMo-core's label mask is false (the
+// padding), and cu_doc_lens is [0] + the running sum of the reference's doc_lens, rows in order.
+TEST(PackedDataset, LoaderMasksPaddingAndConcatenatesDocumentLengths) {
+  const nlohmann::json ref = Load("olmo_core.json");
+  const nlohmann::json& c = ref.at("cases").at("u16bos.T32.fragment.g1.a.s0");
+  PackedDatasetOptions o = CaseOptions(ref.at("token_sets"), c.at("spec"));
+  const auto& recs = c.at("instances");
+  for (bool lengths : {true, false}) {
+    o.generate_doc_lengths = lengths;
+    DataLoader loader(std::make_shared<PackedDataset>(o), {7, 8, 0, 1, 4});
+    for (int step = 0; step < 3; ++step) {
+      const RankBatch b = loader.Next();
+      const int64_t T = b.seq_len;
+      std::vector<int32_t> want_cu = {0};
+      for (size_t r = 0; r < b.instances.size(); ++r) {
+        const auto& rec = recs[b.instances[r]];
+        const int64_t used = rec.at("tokens");
+        for (int64_t t = 0; t < T; ++t) {
+          const int32_t label = b.labels[r * T + t];
+          if (t + 1 >= used) {
+            EXPECT_EQ(label, kLabelIgnore) << "row " << r << " t " << t;
+          } else {
+            EXPECT_EQ(label, b.input_ids[r * T + t + 1]) << "row " << r << " t " << t;
+          }
+        }
+        for (int32_t len : rec.at("doc_lens").get<std::vector<int32_t>>())
+          want_cu.push_back(want_cu.back() + len);
+      }
+      if (lengths) {
+        EXPECT_EQ(b.cu_doc_lens, want_cu);
+        EXPECT_EQ(b.cu_doc_lens.back(), static_cast<int32_t>(b.instances.size() * T));
+      } else {
+        EXPECT_TRUE(b.cu_doc_lens.empty());
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace replica::data
