@@ -173,4 +173,22 @@ std::optional<DocumentBoundary> PackedDataset::document_boundary() const {
   return DocumentBoundary{options_.eos_token_id, options_.bos_token_id};
 }
 
+std::string OlmoCorePackedFingerprint(const PackedDatasetOptions& o,
+                                      const std::vector<uint64_t>& file_sizes) {
+  Require(o.paths.size() == file_sizes.size(), "fingerprint: {} paths but {} sizes",
+          o.paths.size(), file_sizes.size());
+  auto py = [](int64_t v) { return v < 0 ? std::string("None") : std::to_string(v); };
+  Sha256 h;
+  h.Update("class=NumpyPackedFSLDataset");
+  h.Update(fmt::format("vocab_size={},pad_token_id={},eos_token_id={},dtype=<class "
+                       "'numpy.{}'>,long_doc_strategy={},bos_token_id={},sequence_length={},",
+                       o.vocab_size, py(o.pad_token_id), py(o.eos_token_id), DtypeName(o.dtype),
+                       LongDocStrategyName(o.long_doc_strategy), py(o.bos_token_id), o.seq_len));
+  if (o.source_group_size > 1) h.Update(fmt::format("source_group_size={},", o.source_group_size));
+  for (size_t i = 0; i < o.paths.size(); ++i)
+    h.Update(fmt::format("path={},size={},", std::filesystem::path(o.paths[i]).filename().string(),
+                         file_sizes[i]));
+  return h.HexDigest();
+}
+
 }  // namespace replica::data

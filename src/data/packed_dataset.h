@@ -100,4 +100,10 @@ class PackedDataset : public InstanceDataset {
   std::string fingerprint_;
 };
 
+// sha256 hex of OLMo-core's NumpyPackedFSLDataset.fingerprint for these options (vocab_size,
+// pad, EOS, dtype, long_doc_strategy, BOS, sequence_length, source_group_size when above 1, then
+// each file's base name and byte size), with the files' sizes as given.
+std::string OlmoCorePackedFingerprint(const PackedDatasetOptions& options,
+                                      const std::vector<uint64_t>& file_sizes);
+
 }  // namespace replica::data

@@ -81,6 +81,9 @@ TEST(PackedDataset, EveryInstanceMatchesOlmoCore) {
     }
     const PackedDataset ds(o);
     ASSERT_EQ(ds.num_instances(), c.at("num_instances").get<uint64_t>());
+    std::vector<uint64_t> sizes;
+    for (const TokenFile& f : ds.files()) sizes.push_back(f.size_bytes());
+    EXPECT_EQ(OlmoCorePackedFingerprint(o, sizes), c.at("fingerprint").get<std::string>());
     const int64_t T = ds.seq_len();
     std::vector<int32_t> ids(static_cast<size_t>(T));
     std::vector<uint8_t> mask(static_cast<size_t>(T));
