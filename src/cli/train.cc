@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/set_option.h"
 #include "cli/olmo_core_options.h"
+#include "core/error.h"
 #include "core/interrupt.h"
 #include "parallel/communicator.h"
 #include "parallel/checkpoint_group.h"
@@ -60,6 +61,13 @@ replica::cli::CommandRegistration reg(
         replica::TrainerOptions options;
         args->import.for_training = true;
         options.config = replica::LoadRunConfig(args->config, args->sets, args->import);
+        // The trainer opens data.paths as plain instances (train/train_data.cc); packed instances
+        // are read by `replica data batch` and the data loader, so a packed config is refused
+        // here rather than trained unpacked.
+        replica::Require(options.config.data.packing == "none",
+                         "{}: data.packing: {} (packed instances) is not read by replica train "
+                         "yet; `replica data batch` shows its instances (docs/data.md)",
+                         args->config, options.config.data.packing);
         options.rank = comm->rank();
         options.world = comm->world();
         // parallel.sharding zero3 shards parameters, gradients and Adam at any world size

@@ -76,6 +76,12 @@ refused "generate_doc_lengths without packing" "data.generate_doc_lengths" \
   "$BIN" data batch 0 --config "$ROOT/configs/demo.yaml" --set "data.paths=[$ties]" \
   --set data.generate_doc_lengths=true
 
+# replica train does not read packed instances yet: refused before anything is written.
+refused "train with data.packing obfd" "data.packing" \
+  "$BIN" train "$ROOT/configs/demo.yaml" --set data.seq_len=16 --set data.packing=obfd \
+  --set "data.paths=[$ties]" --run-dir "$tmp/run"
+check "train with packing wrote no run directory" '[ ! -e "$tmp/run" ]'
+
 # The same from an OLMo-core config.json: NumpyPackedFSLDatasetConfig mapped, bad values refused.
 lc="$ROOT/tests/data/olmo-core/official/OLMo-3-1025-7B-long-context.json"
 "$BIN" import-config "$lc" --allow-unsupported --max-steps 1 > "$tmp/lc.yaml" 2> /dev/null
