@@ -89,8 +89,6 @@ def compare(replica, case, work):
         return [("OLMo-core builds the dataset", ref.get("error", "0 instances"),
                  "some instances (the case draws at least one file with EOS)", False)]
     n, T = ref["num_instances"], case["seq_len"]
-    from olmo_core.data import NumpyDataLoaderConfig  # noqa: E402
-    import olmo_core.data as D  # noqa: F401,E402
     cfg = replica_config(case, paths, work)
     s = P.TOKEN_SETS[case["set"]]
     got = common.run_replica(replica, "data", "batch", "0", "--config", cfg,
@@ -108,13 +106,14 @@ def compare(replica, case, work):
             bad.append(i)
     rows.append(("instances identical (ids, label mask, doc_lens)", f"{n - len(bad)} of {n}",
                  "all", not bad and len(got["instances"]) == n))
-    # OLMo-core's loader over the packed dataset: one global batch of all n instances.
-    ds_paths = paths  # the same files, rebuilt from OLMo-core's cache
-    from olmo_core.data import NumpyDatasetDType, NumpyPackedFSLDatasetConfig, TokenizerConfig
+    # OLMo-core's loader over the packed dataset (rebuilt from its cache): one global batch of
+    # all n instances.
+    from olmo_core.data import (NumpyDataLoaderConfig, NumpyDatasetDType,
+                                NumpyPackedFSLDatasetConfig, TokenizerConfig)
     from olmo_core.data.types import LongDocStrategy
     tok = TokenizerConfig(vocab_size=s["vocab_size"], eos_token_id=s["eos"], pad_token_id=s["pad"],
                           bos_token_id=s["bos"])
-    ds = NumpyPackedFSLDatasetConfig(tokenizer=tok, paths=ds_paths, sequence_length=T,
+    ds = NumpyPackedFSLDatasetConfig(tokenizer=tok, paths=paths, sequence_length=T,
                                      dtype=NumpyDatasetDType(s["dtype"]),
                                      work_dir=os.path.join(work, "olmo_core"),
                                      long_doc_strategy=LongDocStrategy(case["strategy"]),

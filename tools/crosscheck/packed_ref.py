@@ -51,10 +51,8 @@ def make_tokens(rng, tset, regime, seq_len, num_docs, tail, eos_free):
         body = [rng.choice(ordinary) for _ in range(n)]
         if s["bos"] is not None:
             body[0] = s["bos"]
-            if n > 3 and rng.random() < 0.3:  # an EOS that does not end the document
+            if n > 3 and rng.random() < 0.3:  # an EOS inside, not followed by BOS
                 body[rng.randrange(1, n - 1)] = s["eos"]
-                if body[body.index(s["eos"]) + 1] == s["bos"]:
-                    body[body.index(s["eos"]) + 1] = ordinary[0]
         body[-1] = s["eos"]
         out += body
     out += [rng.choice(ordinary) for _ in range(tail)]
