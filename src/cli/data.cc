@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/data_packed.h"
 #include "cli/set_option.h"
 #include "cli/validators.h"
 #include "cli/olmo_core_options.h"
@@ -183,6 +184,24 @@ std::string Printable(const std::string& bytes) {
   return out;
 }
 
+int RunPacked(PackedBatchRequest q, const BatchArgs& a, uint64_t global_batch) {
+  q.global_batch = global_batch;
+  q.head_tokens = a.head_tokens;
+  q.json = a.json;
+  if (a.tokenizer != "none") {
+    const Tokenizer* tok = &SharedTokenizer(a.tokenizer);
+    q.decode = [tok](const std::vector<int32_t>& ids) {
+      std::string s;
+      for (int32_t id : ids)
+        s += id >= 0 && static_cast<uint64_t>(id) < tok->vocab_size()
+                 ? tok->TokenBytes(static_cast<uint32_t>(id))
+                 : fmt::format("<id {}>", id);
+      return Printable(s);
+    };
+  }
+  return RunPackedBatch(q);
+}
+
 int RunBatch(BatchArgs a) {
   Require((a.batch >= 0) != (a.step > 0),
           "give the global batch N (0-based) or --step S (1-based trainer step), not both");
@@ -205,6 +224,31 @@ int RunBatch(BatchArgs a) {
               why);
       Require(im.global_batch_instances > 0 && im.seq_len > 0,
               "{}: no sequence length or global batch", a.config);
+      if (im.packing == "obfd") {
+        std::string refused;
+        for (const ImportNote& n : im.refused)
+          if (n.json_path.rfind("dataset", 0) == 0)
+            refused += fmt::format("\n  {}: {}", n.json_path, n.reason);
+        Require(refused.empty(), "{}: the packed dataset is refused:{}", a.config, refused);
+        PackedBatchRequest q;
+        q.dataset.paths = im.source_permutation_seed.empty()
+                              ? im.data_paths
+                              : PermuteSourceFiles(ExpandDataPaths(im.data_paths),
+                                                   im.source_permutation_seed);
+        q.dataset.seq_len = im.seq_len;
+        q.dataset.dtype = data::ParseDtype(im.dtype);
+        q.dataset.vocab_size = im.tokenizer_vocab_size;
+        q.dataset.eos_token_id = im.eos_token_id;
+        q.dataset.bos_token_id = im.bos_token_id;
+        q.dataset.pad_token_id = im.pad_token_id;
+        q.dataset.long_doc_strategy =
+            data::ParseLongDocStrategy(im.long_doc_strategy, "dataset.long_doc_strategy");
+        q.dataset.source_group_size = im.source_group_size;
+        q.dataset.generate_doc_lengths = im.generate_doc_lengths;
+        q.seed = im.seed;
+        q.global_batch_instances = im.global_batch_instances;
+        return RunPacked(std::move(q), a, b);
+      }
       o.paths = im.source_permutation_seed.empty()
                     ? im.data_paths
                     : PermuteSourceFiles(ExpandDataPaths(im.data_paths), im.source_permutation_seed);
@@ -221,6 +265,13 @@ int RunBatch(BatchArgs a) {
       const RunConfig c = RunConfig::Load(a.config, a.sets);
       Require(c.data.mixture.empty(),
               "{}: data.mixture: batch lookup reads plain data.paths datasets only", a.config);
+      if (c.data.packing == "obfd") {
+        PackedBatchRequest q;
+        q.dataset = PackedDatasetOptionsFor(c, a.vocab_size);
+        q.seed = static_cast<uint64_t>(c.data.seed);
+        q.global_batch_instances = static_cast<uint64_t>(c.train.global_batch_instances);
+        return RunPacked(std::move(q), a, b);
+      }
       o.paths = TrainingFiles(c);  // expanded, in data.source_permutation_seed's order
       o.seq_len = c.data.seq_len;
       o.dtype = data::ParseDtype(c.data.dtype);

@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/set_option.h"
 #include "cli/olmo_core_options.h"
+#include "core/error.h"
 #include "core/interrupt.h"
 #include "parallel/communicator.h"
 #include "parallel/checkpoint_group.h"

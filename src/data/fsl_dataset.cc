@@ -9,15 +9,6 @@
 
 namespace replica::data {
 
-void MakeLabels(const int32_t* ids, int64_t rows, int64_t seq_len, int32_t* labels) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const int32_t* in = ids + r * seq_len;
-    int32_t* out = labels + r * seq_len;
-    for (int64_t t = 0; t + 1 < seq_len; ++t) out[t] = in[t + 1];
-    if (seq_len > 0) out[seq_len - 1] = kLabelIgnore;
-  }
-}
-
 NumpyFslDataset::NumpyFslDataset(const FslDatasetOptions& options)
     : seq_len_(options.seq_len), vocab_size_(options.vocab_size) {
   Require(options.seq_len >= 2, "dataset: sequence length {} too small; need at least 2",

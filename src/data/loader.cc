@@ -109,18 +109,29 @@ RankBatch DataLoader::Next() {
   // One instance per iteration: each row is written by exactly one thread.
   // An exception must not leave an OpenMP region, so the first failing row's message is kept.
   const InstanceDataset& ds = *dataset_;
+  const bool masked = ds.has_label_mask();
+  std::vector<uint8_t> mask(masked ? out.input_ids.size() : 0);
   std::vector<std::string> errors(static_cast<size_t>(rows));
 #pragma omp parallel for schedule(static) if (rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     try {
       ds.ReadInstance(out.instances[r], out.input_ids.data() + r * T);
+      if (masked) ds.ReadLabelMask(out.instances[r], mask.data() + r * T);
     } catch (const std::exception& e) {
       errors[r] = e.what();
     }
   }
   for (const auto& e : errors)
     if (!e.empty()) throw Error(e);
-  MakeLabels(out.input_ids.data(), rows, T, out.labels.data());
+  MakeLabels(out.input_ids.data(), rows, T, out.labels.data(), masked ? mask.data() : nullptr);
+  if (const auto boundary = ds.document_boundary()) {
+    Require(rows * T <= INT32_MAX, "data loader: {} rows of {} tokens overflow int32 cu_doc_lens",
+            rows, T);
+    out.cu_doc_lens.push_back(0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int32_t len : DocumentLengths(out.input_ids.data() + r * T, T, *boundary))
+        out.cu_doc_lens.push_back(out.cu_doc_lens.back() + len);
+  }
   if (++batches_processed_ == batches_per_epoch_) {
     ++epoch_;
     batches_processed_ = 0;

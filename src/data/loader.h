@@ -45,6 +45,8 @@ struct LoaderOptions {
 };
 
 // One micro-batch: rows consecutive instances of a rank batch, [rows, seq_len] row-major.
+// (RankBatch::cu_doc_lens covers the whole rank batch; a micro-batch's documents are the entries
+// between k * rows * seq_len and (k + 1) * rows * seq_len.)
 struct MicroBatch {
   const uint32_t* instances;
   const int32_t* input_ids;
@@ -59,10 +61,11 @@ struct RankBatch {
   uint64_t epoch = 0, batch = 0;    // which row of which epoch's order
   std::vector<uint32_t> instances;  // G[batch, rank::world], in order
   std::vector<int32_t> input_ids;   // [instances.size(), seq_len]
-  std::vector<int32_t> labels;      // MakeLabels(input_ids)
-  // OLMo-core's cumulative document lengths over the rows·seq_len positions of input_ids
-  // ([0, ..., rows·seq_len]; no document crosses a row); empty when the dataset has no document
-  // lengths (every row one sequence).
+  std::vector<int32_t> labels;      // MakeLabels(input_ids, the dataset's label mask)
+  // OLMo-core's cu_doc_lens over the rows * seq_len positions: 0, then the running sum of every
+  // row's document lengths (DocumentLengths), rows in order, so it ends at rows * seq_len and
+  // holds every r * seq_len (no document crosses a row). Empty unless the dataset gives document
+  // lengths (InstanceDataset::document_boundary(), OLMo-core's generate_doc_lengths).
   std::vector<int32_t> cu_doc_lens;
   int64_t seq_len = 0;
   int64_t micro_batch_instances = 0;

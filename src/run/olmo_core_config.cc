@@ -190,6 +190,10 @@ OlmoCoreImport Importer::Run(const json& root) {
   out_.pad_token_id = r_.pad_id.set ? r_.pad_id.value : -1;
   out_.bos_token_id = r_.bos_id.set ? r_.bos_id.value : -1;
   out_.max_target_sequence_length = r_.max_target_seq_len.set ? r_.max_target_seq_len.value : -1;
+  if (r_.packing.set) out_.packing = r_.packing.value;
+  if (r_.long_doc_strategy.set) out_.long_doc_strategy = r_.long_doc_strategy.value;
+  if (r_.source_group_size.set) out_.source_group_size = r_.source_group_size.value;
+  if (r_.generate_doc_lengths.set) out_.generate_doc_lengths = r_.generate_doc_lengths.value;
   return out_;
 }
 

@@ -69,6 +69,10 @@ struct OlmoCoreImport {
   uint64_t tokenizer_vocab_size = 0;
   int64_t eos_token_id = -1, pad_token_id = -1, bos_token_id = -1;
   int64_t max_target_sequence_length = -1;  // -1: None
+  // NumpyPackedFSLDatasetConfig: packing "obfd" (else "none") and its settings.
+  std::string packing = "none", long_doc_strategy = "truncate";
+  int64_t source_group_size = 1;
+  bool generate_doc_lengths = false;
 
   // Each replica key of `yaml` -> the JSON path (or rule) it came from, so that an error about a
   // replica key can name the OLMo-core field.

@@ -162,6 +162,29 @@ void Importer::Dataset(const json& j, const std::string& path) {
              fmt::format("expected an integer seed below 2^64 in magnitude, got {}",
                          s->dump().substr(0, 100)));
   }
+  if (cls->name == "olmo_core.data.numpy_dataset.NumpyPackedFSLDatasetConfig") {
+    r_.packing.Set("obfd", path);
+    if (r_.seq_len.set && (r_.seq_len.value < 2 || (r_.seq_len.value & (r_.seq_len.value - 1))))
+      Refuse(o.At("sequence_length"),
+             fmt::format("{} is not a power of two: OLMo-core's OBFD packer (SegmentTree) "
+                         "asserts one",
+                         r_.seq_len.value));
+    if (auto v = o.Str("long_doc_strategy")) {
+      if (*v == "truncate" || *v == "fragment")
+        r_.long_doc_strategy.Set(*v, o.At("long_doc_strategy"));
+      else
+        Refuse(o.At("long_doc_strategy"),
+               fmt::format("'{}': OLMo-core's LongDocStrategy is 'truncate' or 'fragment'", *v));
+    }
+    if (auto v = o.Int("source_group_size")) {
+      if (*v >= 1)
+        r_.source_group_size.Set(*v, o.At("source_group_size"));
+      else
+        Refuse(o.At("source_group_size"), fmt::format("{}: must be at least 1", *v));
+    }
+    if (auto v = o.Bool("generate_doc_lengths"))
+      r_.generate_doc_lengths.Set(*v, o.At("generate_doc_lengths"));
+  }
   const bool expand_glob = o.Bool("expand_glob").value_or(false);
   std::optional<std::string> mix = o.Str("mix");
   std::optional<std::string> base = o.Str("mix_base_dir");

@@ -263,6 +263,17 @@ void Importer::DecideData(Decided& d) {
   if (r_.source_permutation_seed.set)
     add("data.source_permutation_seed", Quote(r_.source_permutation_seed.value),
         r_.source_permutation_seed.path);
+  if (r_.packing.set) {
+    add("data.packing", r_.packing.value, r_.packing.path + " (NumpyPackedFSLDatasetConfig)");
+    add("data.long_doc_strategy", r_.long_doc_strategy.set ? r_.long_doc_strategy.value : "truncate",
+        src(r_.long_doc_strategy, "dataset.long_doc_strategy (absent: truncate)"));
+    add("data.source_group_size",
+        std::to_string(r_.source_group_size.set ? r_.source_group_size.value : 1),
+        src(r_.source_group_size, "dataset.source_group_size (absent: 1)"));
+    add("data.generate_doc_lengths",
+        r_.generate_doc_lengths.set && r_.generate_doc_lengths.value ? "true" : "false",
+        src(r_.generate_doc_lengths, "dataset.generate_doc_lengths (absent: false)"));
+  }
   d.dtype =
       r_.dtype.set ? r_.dtype.value
                    : (r_.tok_vocab.set && r_.tok_vocab.value > 65536 ? "uint32" : "uint16");

@@ -129,8 +129,8 @@ std::vector<ClassRule> Build() {
       Mapped("sequence_length", "data.seq_len"),
       Mapped("max_target_sequence_length", "(checked equal to sequence_length)"),
       AcceptedAt("generate_doc_lengths", {false},
-                 "intra-document masking (attention limited to each document) is not "
-                 "implemented in replica"),
+                 "replica gives document lengths (intra-document masking) for packed instances "
+                 "only (NumpyPackedFSLDatasetConfig), not for NumpyFSLDataset's"),
       Refused("label_mask_paths", "replica has no per-token label masks"),
       Refused("source_mixture_config",
               "OLMo-core's source mixtures are not mapped; give the run's data_paths.txt "
@@ -138,13 +138,13 @@ std::vector<ClassRule> Build() {
   };
   const std::vector<FieldRule> packed = {
       Mapped("sequence_length", "data.seq_len"),
-      AcceptedAt("generate_doc_lengths", {false},
-                 "intra-document masking (attention limited to each document) is not "
-                 "implemented in replica"),
+      Mapped("generate_doc_lengths", "data.generate_doc_lengths"),
       Refused("label_mask_paths", "replica has no per-token label masks"),
-      Accepted("long_doc_strategy", "part of the document packing refused with the class"),
-      Accepted("source_group_size", "part of the document packing refused with the class"),
-      Accepted("use_array_if_local", "how the packing's index is stored"),
+      Mapped("long_doc_strategy", "data.long_doc_strategy"),
+      Mapped("source_group_size", "data.source_group_size"),
+      AcceptedAt("use_array_if_local", {true},
+                 "replica finds document boundaries by the EOS token in the token files, not in "
+                 "the metadata .csv.gz files"),
   };
   const std::vector<FieldRule> sched_base = {
       AcceptedAt("lr_field", {"lr"}, "replica schedules the learning rate"),
@@ -309,11 +309,8 @@ std::vector<ClassRule> Build() {
              Join({dataset_base, fsl,
                    {AcceptedAt("name", {"fsl"},
                                "replica reads concatenate-and-chunk (fsl) datasets only")}})),
-      {"olmo_core.data.numpy_dataset.NumpyPackedFSLDatasetConfig", Role::kDataset, "",
-       Whole::kRefusedButRead,
-       "packing documents into instances is not implemented in replica (its instances are the "
-       "concatenate-and-chunk NumpyFSLDataset's)",
-       Join({dataset_base, packed})},
+      Fields("olmo_core.data.numpy_dataset.NumpyPackedFSLDatasetConfig", Role::kDataset,
+             Join({dataset_base, packed})),
       RefuseWhole("olmo_core.data.numpy_dataset.NumpyPaddedFSLDatasetConfig", Role::kDataset,
                   "one padded instance per document (NumpyPaddedFSLDataset) is not implemented "
                   "in replica"),

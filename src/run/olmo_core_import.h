@@ -95,6 +95,10 @@ struct Recipe {
   std::string data_paths_from;  // JSON path or file the list came from
   bool data_resolved = false;
   Src<std::string> source_permutation_seed;  // a Python integer, in decimal
+  Src<std::string> packing;                  // "obfd" for NumpyPackedFSLDatasetConfig
+  Src<std::string> long_doc_strategy;
+  Src<int64_t> source_group_size;
+  Src<bool> generate_doc_lengths;
   // data loader
   Src<int64_t> global_batch_tokens, data_seed;
   // train module

@@ -88,6 +88,15 @@ const std::vector<Field>& Fields() {
        "seed of the mixture's per-source instance selection"},
       {"data.check_vocab", Kind::kBool, false, REF(data.check_vocab),
        "refuse token ids >= model.vocab_size"},
+      {"data.packing", Kind::kString, true, REF(data.packing),
+       "none (OLMo-core's NumpyFSLDataset) or obfd (its NumpyPackedFSLDataset: documents packed "
+       "into instances by optimized best-fit decreasing)"},
+      {"data.long_doc_strategy", Kind::kString, true, REF(data.long_doc_strategy),
+       "with packing obfd: truncate or fragment documents longer than data.seq_len"},
+      {"data.source_group_size", Kind::kInt, true, REF(data.source_group_size),
+       "with packing obfd: this many consecutive files are packed together"},
+      {"data.generate_doc_lengths", Kind::kBool, true, REF(data.generate_doc_lengths),
+       "with packing obfd: give the model each instance's document lengths (cu_doc_lens)"},
       {"train.max_steps", Kind::kInt, false, REF(train.max_steps), "optimizer steps to run"},
       {"train.global_batch_instances", Kind::kInt, true, REF(train.global_batch_instances),
        "instances per optimizer step"},
@@ -693,6 +702,38 @@ void Validate(RunConfig& c, const std::string& source,
   Require(c.data.dtype == "uint32" || c.data.dtype == "uint16",
           "{}config key 'data.dtype': expected uint32 or uint16, got '{}'", W("data.dtype"),
           c.data.dtype);
+  Require(c.data.packing == "none" || c.data.packing == "obfd",
+          "{}config key 'data.packing': expected none or obfd, got '{}'", W("data.packing"),
+          c.data.packing);
+  Require(c.data.long_doc_strategy == "truncate" || c.data.long_doc_strategy == "fragment",
+          "{}config key 'data.long_doc_strategy': expected truncate or fragment (OLMo-core's "
+          "LongDocStrategy), got '{}'",
+          W("data.long_doc_strategy"), c.data.long_doc_strategy);
+  Require(c.data.source_group_size >= 1,
+          "{}config key 'data.source_group_size': expected >= 1, got {}",
+          W("data.source_group_size"), c.data.source_group_size);
+  if (c.data.packing == "none") {
+    for (const auto& [key, is_default] :
+         {std::pair<const char*, bool>{"data.long_doc_strategy",
+                                       c.data.long_doc_strategy == "truncate"},
+          {"data.source_group_size", c.data.source_group_size == 1},
+          {"data.generate_doc_lengths", !c.data.generate_doc_lengths}})
+      Require(is_default, "{}config key '{}': applies to packed instances only; set "
+              "data.packing: obfd", W(key), key);
+  } else {
+    const int64_t T = c.data.seq_len;
+    Require(T >= 2 && (T & (T - 1)) == 0,
+            "{}config key 'data.seq_len': {} is not a power of two, which data.packing: obfd "
+            "needs (OLMo-core's OBFD packer asserts it)",
+            W("data.seq_len"), T);
+    Require(c.data.mixture.empty(),
+            "{}config key 'data.packing': obfd packs data.paths, not data.mixture",
+            W("data.packing"));
+    Require(c.model.eos_token_id >= 0 && c.model.pad_token_id >= 0,
+            "{}config key 'data.packing': obfd needs model.eos_token_id (document ends) and "
+            "model.pad_token_id (padding) set",
+            W("data.packing"));
+  }
   Require(c.data.dtype == "uint32" || c.model.vocab_size <= 65536,
           "{}config key 'data.dtype': uint16 cannot hold ids of a {}-row vocabulary",
           W("data.dtype"), c.model.vocab_size);

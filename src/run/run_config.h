@@ -55,6 +55,12 @@ struct RunConfig {
     std::string source_permutation_seed;
     std::string dtype = "uint32";   // uint32 | uint16
     bool check_vocab = true;        // refuse token ids >= model.vocab_size
+    // "none": OLMo-core's NumpyFSLDataset (instances cut from the files); "obfd": its
+    // NumpyPackedFSLDataset (documents packed into instances, data/packed_dataset.h).
+    std::string packing = "none";
+    std::string long_doc_strategy = "truncate";  // with obfd: truncate | fragment
+    int64_t source_group_size = 1;               // with obfd: files packed together
+    bool generate_doc_lengths = false;           // with obfd: document lengths (cu_doc_lens)
   } data;
 
   struct Train {

@@ -63,10 +63,28 @@ std::vector<std::string> TrainingFiles(const RunConfig& c) {
   return files;
 }
 
+data::PackedDatasetOptions PackedDatasetOptionsFor(const RunConfig& c, uint64_t vocab_size) {
+  data::PackedDatasetOptions o;
+  o.paths = TrainingFiles(c);
+  o.seq_len = c.data.seq_len;
+  o.dtype = data::ParseDtype(c.data.dtype);
+  o.vocab_size = vocab_size;
+  o.eos_token_id = c.model.eos_token_id;
+  o.bos_token_id = c.model.bos_token_id;
+  o.pad_token_id = c.model.pad_token_id;
+  o.long_doc_strategy =
+      data::ParseLongDocStrategy(c.data.long_doc_strategy, "data.long_doc_strategy");
+  o.source_group_size = c.data.source_group_size;
+  o.generate_doc_lengths = c.data.generate_doc_lengths;
+  return o;
+}
+
 std::shared_ptr<const data::InstanceDataset> OpenTrainingData(const RunConfig& c) {
   const uint64_t vocab =
       c.data.check_vocab ? static_cast<uint64_t>(c.model.vocab_size) : (uint64_t{1} << 31);
   const data::TokenDtype dtype = data::ParseDtype(c.data.dtype);
+  if (c.data.packing == "obfd")
+    return std::make_shared<data::PackedDataset>(PackedDatasetOptionsFor(c, vocab));
   if (c.data.mixture.empty()) {
     data::FslDatasetOptions o;
     o.paths = TrainingFiles(c);

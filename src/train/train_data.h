@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/instance_dataset.h"
+#include "data/packed_dataset.h"
 #include "run/run_config.h"
 
 namespace replica {
@@ -23,6 +24,12 @@ std::vector<std::string> PermuteSourceFiles(const std::vector<std::string>& file
 // data.source_permutation_seed, or all mixture sources' files), e.g. for the leak guard. Error
 // when the config names none.
 std::vector<std::string> TrainingFiles(const RunConfig& config);
+// The packed dataset of a data.packing: obfd config (data/packed_dataset.h): its files
+// (TrainingFiles), sequence length, dtype, the model's EOS, BOS and padding ids, the long-document
+// strategy, source groups and generate_doc_lengths. `vocab_size` bounds the token ids.
+data::PackedDatasetOptions PackedDatasetOptionsFor(const RunConfig& config, uint64_t vocab_size);
+// What the run trains on: plain instances of data.paths (data/fsl_dataset.h), packed ones
+// (data.packing: obfd), or a mixture.
 std::shared_ptr<const data::InstanceDataset> OpenTrainingData(const RunConfig& config);
 // "12 file(s)" or "mixture of 3 sources (12 files)", for messages.
 std::string DescribeTrainingData(const RunConfig& config);

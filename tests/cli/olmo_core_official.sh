@@ -52,8 +52,8 @@ done
 # The long-context stage: refused for exactly what replica lacks, each named.
 "$BIN" plan "$OFF/OLMo-3-1025-7B-long-context.json" > /dev/null 2> "$tmp/lc.err"; rc=$?
 got=$(grep -o '^  [a-z0-9_.]*:' "$tmp/lc.err" | tr -d ' :' | sort | tr '\n' ' ')
-check "long-context without --allow-unsupported: exit 2 naming packing, doc masking, float8 only (rc $rc: $got)" \
-  '[ $rc -eq 2 ] && [ "$got" = "dataset dataset.generate_doc_lengths train_module.float8_config.enabled " ]'
+check "long-context without --allow-unsupported: exit 2 naming float8 only (rc $rc: $got)" \
+  '[ $rc -eq 2 ] && [ "$got" = "train_module.float8_config.enabled " ]'
 check "long-context plan: YaRN on the full-attention layers, sliding layers plain" \
   'jq -e ".rope.full_attention.rope_type == \"yarn\" and .rope.full_attention.factor == 8 and
           .rope.full_attention.original_max_position_embeddings == 8192 and

@@ -99,20 +99,26 @@ TEST(OlmoCoreImport, Pretrain2AndMidtrainArePresets) {
   }
 }
 
-// Data packing, intra-document masking and float8 are refused; the shuffled file order and the
-// YaRN are mapped (below).
+// float8 is refused; the packed dataset and its document lengths, the shuffled file order and
+// the YaRN are mapped (below).
 TEST(OlmoCoreImport, LongContextRefusalsNameTheirPaths) {
   for (const char* spelling : {"sequence_mixer", "attention"}) {
     const OlmoCoreImport im = ImportOlmoCoreConfig(Stage("long-context", spelling), "lc", {});
-    EXPECT_TRUE(Has(im.refused, "dataset")) << testing::PrintToString(Paths(im.refused));
-    EXPECT_TRUE(Has(im.refused, "dataset.generate_doc_lengths"));
+    EXPECT_FALSE(Has(im.refused, "dataset")) << testing::PrintToString(Paths(im.refused));
+    EXPECT_FALSE(Has(im.refused, "dataset.generate_doc_lengths"));
     EXPECT_TRUE(Has(im.refused, "train_module.float8_config.enabled"));
+    EXPECT_EQ(im.packing, "obfd");
+    EXPECT_EQ(im.long_doc_strategy, "truncate");
+    EXPECT_EQ(im.source_group_size, 8);
+    EXPECT_TRUE(im.generate_doc_lengths);
+    EXPECT_NE(im.yaml.find("  packing: obfd"), std::string::npos) << im.yaml;
+    EXPECT_NE(im.yaml.find("  generate_doc_lengths: true"), std::string::npos) << im.yaml;
     EXPECT_FALSE(Has(im.refused, "dataset.source_permutation_seed"));
     EXPECT_EQ(im.source_permutation_seed, "123");
     EXPECT_NE(im.yaml.find("source_permutation_seed: \"123\""), std::string::npos) << im.yaml;
     // Context parallelism is mapped for the plan (replica computes each sequence on one rank).
     EXPECT_NE(im.yaml.find("context_parallel_degree: 8"), std::string::npos) << im.yaml;
-    EXPECT_EQ(im.refused.size(), 3u) << testing::PrintToString(Paths(im.refused));
+    EXPECT_EQ(im.refused.size(), 1u) << testing::PrintToString(Paths(im.refused));
     const std::string err = test::ErrorOf([&] { RequireNoRefusals(im, "lc.json"); });
     EXPECT_NE(err.find("train_module.float8_config.enabled"), std::string::npos) << err;
     EXPECT_EQ(err.find("rope.scaling"), std::string::npos) << err;
@@ -271,7 +277,7 @@ TEST(OlmoCoreImport, YarnThatReplicaCannotExpressIsRefusedByPath) {
   for (int l = 3; l < 32; l += 4) scaling(j, l)["attention_rescale_factor"] = 1.2079441541679836;
   const OlmoCoreImport im = ImportOlmoCoreConfig(j, "edited", {});
   EXPECT_TRUE(Has(im.ignored, o + "3" + sc + ".attention_rescale_factor"));
-  EXPECT_EQ(im.refused.size(), 3u) << testing::PrintToString(Paths(im.refused));
+  EXPECT_EQ(im.refused.size(), 1u) << testing::PrintToString(Paths(im.refused));
   // Absent fields take YaRNRoPEScalingConfig's defaults (8, 32, 1, 8192), and say so.
   json d = Stage("long-context");
   for (int l = 3; l < 32; l += 4)
