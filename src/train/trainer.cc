@@ -23,6 +23,7 @@
 #include "core/threads.h"
 #include "data/loader.h"
 #include "hf/hf_weights.h"
+#include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/compute.h"
 #include "ops/cpu/gemm_peak.h"
 #include "ops/registry.h"
@@ -459,8 +460,13 @@ StepRecord TrainingRun::TrainOneStep() {
   const data::RankBatch batch = NextBatch(r.step);
 
   const double lr = LrAt(cfg_.optim.schedule, cfg_.optim.lr, r.step);
-  r.outcome = train_step_->Run(batch.input_ids.data(), batch.labels.data(),
-                               shape_.local_instances, shape_.seq_len, lr);
+  {
+    // The weights change only through the optimizer inside the step: bf16 GEMMs convert each
+    // weight once per step (ops/cpu/bf16_weights.h).
+    const Bf16WeightScope bf16_weights;
+    r.outcome = train_step_->Run(batch.input_ids.data(), batch.labels.data(),
+                                 shape_.local_instances, shape_.seq_len, lr);
+  }
   const int64_t step_tokens = shape_.global_instances * shape_.seq_len;
   step_ = r.step;
   tokens_ += step_tokens;
