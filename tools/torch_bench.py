@@ -10,16 +10,25 @@ N(0, 0.02^2), norms 1) and uniformly random tokens and labels, all fp32.
 A training step = forward, mean cross-entropy over all B x T positions, backward, global gradient
 norm clip at 1.0, AdamW (0.9, 0.95, eps 1e-8, weight decay 0.1 on everything but the embedding).
 --precision bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16) (fp32 master
-weights and AdamW, as replica's bf16). Attention scores are one baddbmm of the additive mask with
+weights and AdamW, as replica's bf16). --precision bf16-weights is the mixed precision of
+OLMo-core's FSDP policy (param_dtype bf16, reduce_dtype fp32): the model computes with bf16 copies
+of the weights made once per step from the fp32 master weights, forward and backward in bf16 (the
+RMSNorm statistics in fp32, the loss on fp32 logits), gradients cast to fp32 for the clip and AdamW
+on the master weights. Attention scores are one baddbmm of the additive mask with
 q kT (--attention baddbmm, the default): one fused kernel and one T x T temporary instead of the
 three (matmul, scale, add) of --attention matmul; see docs/BENCHMARKS.md for the measured effect.
+--attention sdpa (PyTorch 2) calls F.scaled_dot_product_attention: is_causal on full layers, the
+boolean band mask on sliding ones. --compile (PyTorch 2) runs the model through torch.compile
+(inductor); its compile time is reported apart and is not in the step times.
 Reports the median of --steps timed steps after --warmup untimed ones, and torch's fp32 GEMM rate
 (2048^3 matmul, best of 3) measured in the same process with the same thread count.
 
-Run with Debian's interpreter, which has python3-torch:
+Run with Debian's interpreter, which has python3-torch (1.13), or the reference environment's
+(PyTorch 2):
     /usr/bin/python3 tools/torch_bench.py --model-config CONFIG.json --batch 4 --seq 1024 --threads 2
 Prints one JSON object on stdout:
-    {tokens_per_s, step_time_s, step_times_s, gemm_gflops, batch, seq, threads, torch_version, loss}
+    {tokens_per_s, step_time_s, step_times_s, gemm_gflops, batch, seq, threads, precision,
+     attention, compile, compile_s, torch_version, loss}
 """
 
 import argparse
@@ -91,6 +100,10 @@ class Olmo3(torch.nn.Module):
         self.lm_head = None if cfg["tied"] else mat(V, D)
 
     def rms(self, x, w):
+        if x.dtype == torch.bfloat16:  # statistics in fp32, as OLMo-core's RMSNorm
+            xf = x.float()
+            y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.cfg["eps"])
+            return y.to(x.dtype) * w
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.cfg["eps"]) * w
 
     def forward(self, ids, labels, cos, sin, masks, attention="baddbmm"):
@@ -113,7 +126,12 @@ class Olmo3(torch.nn.Module):
             if KV != H:
                 k = k.repeat_interleave(H // KV, dim=1)
                 v = v.repeat_interleave(H // KV, dim=1)
-            if attention == "baddbmm":
+            if attention == "sdpa":
+                sliding = c["sliding"][li] and c["W"] > 0
+                a = F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=masks["band"].to(q.device) if sliding else None,
+                    is_causal=not sliding, scale=scale)
+            elif attention == "baddbmm":
                 qf, kf = q.reshape(B * H, T, hd), k.reshape(B * H, T, hd)
                 s = torch.baddbmm(masks[c["sliding"][li]].to(qf.dtype), qf, kf.transpose(1, 2),
                                   alpha=scale)
@@ -128,7 +146,7 @@ class Olmo3(torch.nn.Module):
             h = h + self.rms(m, p.post_ff)
         head = self.embed if self.lm_head is None else self.lm_head
         logits = F.linear(self.rms(h, self.norm), head)
-        return F.cross_entropy(logits.view(B * T, -1), labels.view(B * T))
+        return F.cross_entropy(logits.view(B * T, -1).float(), labels.view(B * T))
 
 
 def rope_tables(cfg, T):
@@ -148,6 +166,7 @@ def attention_masks(cfg, T):
     if cfg["W"] > 0:
         sliding = full & (j > i - cfg["W"])
         masks[True] = torch.zeros(T, T).masked_fill(~sliding, float("-inf"))
+        masks["band"] = sliding  # boolean, True = visible (scaled_dot_product_attention)
     else:
         masks[True] = masks[False]
     return masks
@@ -174,12 +193,18 @@ def main():
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
-                    help="bf16: forward under torch.autocast('cpu', dtype=torch.bfloat16)")
-    ap.add_argument("--attention", choices=["baddbmm", "matmul"], default="baddbmm")
+    ap.add_argument("--precision", choices=["fp32", "bf16", "bf16-weights"], default="fp32",
+                    help="bf16: forward under torch.autocast('cpu', dtype=torch.bfloat16); "
+                         "bf16-weights: bf16 weights and compute, fp32 master weights")
+    ap.add_argument("--attention", choices=["baddbmm", "matmul", "sdpa"], default="baddbmm")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2)")
     args = ap.parse_args()
     if args.batch < 1 or args.seq < 1 or args.steps < 1 or args.warmup < 0 or args.threads < 1:
         sys.exit("torch_bench: --batch, --seq, --steps, --threads must be >= 1, --warmup >= 0")
+    torch2 = int(torch.__version__.split(".")[0]) >= 2
+    if (args.attention == "sdpa" or args.compile) and not torch2:
+        sys.exit(f"torch_bench: --attention sdpa and --compile need PyTorch 2 "
+                 f"(this is {torch.__version__})")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -187,27 +212,49 @@ def main():
     B, T = args.batch, args.seq
 
     model = Olmo3(cfg)
-    decay = [p for n, p in model.named_parameters() if n != "embed"]
-    opt = torch.optim.AdamW([{"params": [model.embed], "weight_decay": 0.0},
+    master = model  # the weights AdamW updates (fp32)
+    compute = model  # the weights the step computes with
+    if args.precision == "bf16-weights":
+        compute = Olmo3(cfg).to(torch.bfloat16)
+    decay = [p for n, p in master.named_parameters() if n != "embed"]
+    opt = torch.optim.AdamW([{"params": [master.embed], "weight_decay": 0.0},
                              {"params": decay, "weight_decay": 0.1}],
                             lr=1e-4, betas=(0.9, 0.95), eps=1e-8)
     cos, sin = rope_tables(cfg, T)
     masks = attention_masks(cfg, T)
+    if args.precision == "bf16-weights":
+        cos, sin = cos.to(torch.bfloat16), sin.to(torch.bfloat16)
+        masks = {k: (m if k == "band" else m.to(torch.bfloat16)) for k, m in masks.items()}
     ids = torch.randint(0, cfg["V"], (B, T))
     labels = torch.randint(0, cfg["V"], (B, T))
+    forward = compute
+    compile_s = 0.0
+    if args.compile:
+        forward = torch.compile(compute)
 
     gflops = gemm_gflops()
 
+    pairs = list(zip(master.parameters(), compute.parameters()))
     times, loss = [], None
     for step in range(args.warmup + args.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
+        if compute is not master:
+            with torch.no_grad():
+                for p32, p16 in pairs:
+                    p16.copy_(p32)
+                    p16.grad = None
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
-            loss = model(ids, labels, cos, sin, masks, args.attention)
+            loss = forward(ids, labels, cos, sin, masks, args.attention)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if compute is not master:
+            for p32, p16 in pairs:
+                p32.grad = p16.grad.float()
+        torch.nn.utils.clip_grad_norm_(master.parameters(), 1.0)
         opt.step()
         dt = time.perf_counter() - t0
+        if args.compile and step == 0:
+            compile_s = dt  # the first step compiles forward and backward
         if step >= args.warmup:
             times.append(dt)
         print(f"torch_bench: step {step} {dt:.3f}s loss {loss.item():.4f}", file=sys.stderr)
@@ -218,8 +265,10 @@ def main():
         "step_time_s": step_time,
         "step_times_s": times,
         "gemm_gflops": gflops,
+        "model_config": args.model_config,
         "batch": B, "seq": T, "threads": args.threads,
         "precision": args.precision, "attention": args.attention,
+        "compile": args.compile, "compile_s": compile_s,
         "loss": float(loss.item()),
         "torch_version": torch.__version__,
     }))

@@ -29,6 +29,7 @@
 #include "core/threads.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
+#include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/gemm_peak.h"
 #include "train/init.h"
@@ -75,10 +76,15 @@ int RunBench(const BenchArgs& a) {
   replica::AdamW adamw(model.layout(), adamw_config, model.backend());
   std::vector<double> times, fwd_bwd_times;
   double loss = 0, first_loss = 0;
+  int64_t conversions_before = replica::Bf16WeightConversions();
   for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
     const bool warm = s < a.warmup;
-    if (s == a.warmup) replica::ProfileReset();  // profile the timed steps only
+    if (s == a.warmup) {  // profile the timed steps only
+      replica::ProfileReset();
+      conversions_before = replica::Bf16WeightConversions();
+    }
     auto t0 = replica::Clock::now();
+    const replica::Bf16WeightScope bf16_weights;  // one bf16 copy of each weight per step
     model.grads().Zero();
     replica::CrossEntropySums sums =
         model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5);
@@ -101,6 +107,9 @@ int RunBench(const BenchArgs& a) {
     const size_t k = v.size();
     return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
   };
+  const double weight_conversions_per_step =
+      static_cast<double>(replica::Bf16WeightConversions() - conversions_before) /
+      static_cast<double>(a.steps);
   const double step = median(times);
   const double fwd_bwd = median(fwd_bwd_times);
   const replica::ProfileTotals profile = replica::ProfileSnapshot();
@@ -172,6 +181,7 @@ int RunBench(const BenchArgs& a) {
     }
     prof["unattributed"] = (timed_total - profile.Sum()) / static_cast<double>(a.steps);
     j["profile_s_per_step"] = prof;
+    j["bf16_weight_conversions_per_step"] = weight_conversions_per_step;
     j["params"] = config.NumParams();
     j["ce_loss"] = first_loss;  // of the random initial weights (about ln V)
     j["last_ce_loss"] = loss;   // after the steps' AdamW updates on the same batch
@@ -209,6 +219,9 @@ int RunBench(const BenchArgs& a) {
                 mfu_nominal, nominal.flops_per_s / 1e9, nominal.flops_per_cycle_per_core,
                 nominal.clock_hz / 1e9, nominal.cores);
     std::printf("  core clock          %s\n", nominal.clock.Describe().c_str());
+    if (compute.precision == replica::Precision::kBf16)
+      std::printf("  bf16 weight copies  %.0f per step (ops/cpu/bf16_weights.h)\n",
+                  weight_conversions_per_step);
     std::printf("time by kind over the %ld timed steps:\n%s", static_cast<long>(a.steps),
                 replica::ProfileTable(profile, timed_total).c_str());
   }

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/profile.h"
+#include "ops/cpu/bf16_weights.h"
 #include "parallel/owner_collectives.h"
 
 namespace replica::parallel {
@@ -178,6 +179,8 @@ const float* Zero3ParamStore::FinishGather(Gather& g) {
   g.unit = -1;
   if (g.in_place) return g.out;
   const size_t a0 = lo(unit), b0 = hi(unit), n = b0 - a0;
+  // A reused unit buffer now holds another unit: its bf16 copies are stale.
+  NoteWeightsWritten(g.out, n * sizeof(float));
   const size_t ma = std::clamp(owned_begin(), a0, b0), mb = std::clamp(owned_end(), a0, b0);
   unsigned char* image = reinterpret_cast<unsigned char*>(g.out) + (4 * n - wire_bytes(unit));
   if (wire_bytes(unit) < 4 * n) {

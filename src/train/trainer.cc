@@ -23,8 +23,10 @@
 #include "core/threads.h"
 #include "data/loader.h"
 #include "hf/hf_weights.h"
+#include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/compute.h"
 #include "ops/cpu/gemm_peak.h"
+#include "ops/cpu/isa.h"
 #include "ops/registry.h"
 #include "optim/optimizer.h"
 #include "train/non_finite_guard.h"
@@ -194,7 +196,7 @@ void ConfigureFaults(const RunConfig& cfg) {
 struct StepRecord {
   int64_t step = 0;
   StepOutcome outcome;
-  double seconds = 0, tokens_per_s = 0, mfu = 0;
+  double seconds = 0, tokens_per_s = 0, mfu = 0, mfu_nominal = 0;
 };
 
 // One run of Train(): the state the named steps share. Rank 0 alone writes the run directory (log,
@@ -258,9 +260,9 @@ class TrainingRun {
   std::optional<MetricsWriter> metrics_;
   std::optional<ShardedCheckpointWriter> checkpoints_;  // on every rank
   std::optional<TrainStep> train_step_;
-  double flops_per_token_ = 0, peak_ = 0;
+  double flops_per_token_ = 0, peak_ = 0, nominal_peak_ = 0;
 
-  double sum_tps_ = 0, sum_mfu_ = 0, sum_step_s_ = 0;
+  double sum_tps_ = 0, sum_mfu_ = 0, sum_mfu_nominal_ = 0, sum_step_s_ = 0;
   int64_t steps_run_ = 0;
   Clock::time_point loop_start_;
   ProfileTotals step_profile_;  // time by kind inside the timed steps (evals and saves excluded)
@@ -390,6 +392,16 @@ void TrainingRun::OpenOutputs() {
     peak_text = measured.Describe();
   }
   summary_.peak_flops = peak_;
+  // MFU nominal: against FLOP/cycle/core of the ISA x the measured core clock x threads
+  // (ops/cpu/gemm_peak.h NominalPeak), the figure `replica bench` reports beside MFU.
+  const NominalPeak nominal = MeasureNominalPeak(ActiveIsa(), compute_.precision, NumThreads());
+  nominal_peak_ = nominal.flops_per_s;
+  summary_.nominal_peak_flops = nominal_peak_;
+  summary_.core_clock = nominal.clock.Describe();
+  log_->Line(fmt::format("nominal peak {:.1f} GFLOP/s ({:g} FLOP/cycle/core x {:.2f} GHz x {}); "
+                         "core clock {}",
+                         nominal_peak_ / 1e9, nominal.flops_per_cycle_per_core,
+                         nominal.clock_hz / 1e9, nominal.cores, summary_.core_clock));
   for (const std::string& line :
        ResolvedConfigLines(cfg_, loader_->dataset(), loader_->batches_per_epoch()))
     log_->Line(line);
@@ -463,7 +475,12 @@ StepRecord TrainingRun::TrainOneStep() {
   const data::RankBatch batch = NextBatch(r.step);
 
   const double lr = LrAt(cfg_.optim.schedule, cfg_.optim.lr, r.step);
-  r.outcome = RunRankBatch(*train_step_, batch, lr, shape_.local_instances);
+  {
+    // The weights change only through the optimizer inside the step: bf16 GEMMs convert each
+    // weight once per step (ops/cpu/bf16_weights.h).
+    const Bf16WeightScope bf16_weights;
+    r.outcome = RunRankBatch(*train_step_, batch, lr, shape_.local_instances);
+  }
   const int64_t step_tokens = shape_.global_instances * shape_.seq_len;
   step_ = r.step;
   tokens_ += step_tokens;
@@ -477,9 +494,12 @@ StepRecord TrainingRun::TrainOneStep() {
   r.tokens_per_s = static_cast<double>(step_tokens) / r.seconds;
   // R ranks run on R times the hardware whose GEMM rate `peak` is (one process's).
   r.mfu = flops_per_token_ * r.tokens_per_s / (peak_ * static_cast<double>(opt_.world));
+  r.mfu_nominal =
+      flops_per_token_ * r.tokens_per_s / (nominal_peak_ * static_cast<double>(opt_.world));
   ++steps_run_;
   sum_tps_ += r.tokens_per_s;
   sum_mfu_ += r.mfu;
+  sum_mfu_nominal_ += r.mfu_nominal;
   if (r.outcome.skipped) ++summary_.skipped_steps;
   if (steps_run_ == 1) summary_.first_loss = r.outcome.loss;
   summary_.last_loss = r.outcome.loss;
@@ -503,6 +523,7 @@ void TrainingRun::Log(const StepRecord& r) {
                                                  {"tokens_per_s_per_rank",
                                                   r.tokens_per_s / static_cast<double>(opt_.world)},
                                                  {"mfu", r.mfu},
+                                                 {"mfu_nominal", r.mfu_nominal},
                                                  {"skipped", o.skipped},
                                                  {"non_finite", o.non_finite},
                                                  {"precision", precision_name_},
@@ -615,12 +636,15 @@ TrainSummary TrainingRun::Finish() {
   summary.wall_s = SecondsSince(wall_start_);
   summary.mean_tokens_per_s = steps_run_ ? sum_tps_ / static_cast<double>(steps_run_) : 0;
   summary.mean_mfu = steps_run_ ? sum_mfu_ / static_cast<double>(steps_run_) : 0;
+  summary.mean_mfu_nominal = steps_run_ ? sum_mfu_nominal_ / static_cast<double>(steps_run_) : 0;
   summary.non_finite_steps = non_finite_.total();
   log_->Line(fmt::format(
       "done: steps {} -> {} in {}, loss {:.4f} -> {:.4f}, {:.0f} tok/s, MFU {:.1f}% (of {:.1f} "
-      "GFLOP/s GEMM peak), {} skipped, {} non-finite in the run; metrics {}, last checkpoint {}",
+      "GFLOP/s GEMM peak; nominal {:.1f}% of {:.1f}), {} skipped, {} non-finite in the run; "
+      "metrics {}, last checkpoint {}",
       summary.start_step, summary.end_step, Duration(summary.wall_s), summary.first_loss,
       summary.last_loss, summary.mean_tokens_per_s, 100 * summary.mean_mfu, peak_ / 1e9,
+      100 * summary.mean_mfu_nominal, nominal_peak_ / 1e9,
       summary.skipped_steps, summary.non_finite_steps,
       metrics_ ? metrics_->path() : std::string("(rank 0)"),
       summary.last_checkpoint));
@@ -657,6 +681,9 @@ nlohmann::json TrainSummary::ToJson() const {
           {"mean_tokens_per_s", mean_tokens_per_s},
           {"mean_mfu", mean_mfu},
           {"peak_flops", peak_flops},
+          {"mean_mfu_nominal", mean_mfu_nominal},
+          {"nominal_peak_flops", nominal_peak_flops},
+          {"core_clock", core_clock},
           {"last_checkpoint", last_checkpoint},
           {"interrupted_signal", interrupted_signal},
           {"step_profile", step_profile}};

@@ -83,6 +83,11 @@ assert j["precision"] == "bf16", j
 assert j["peak_gemm"]["bf16_gflops"] > 0 and j["peak_gflops"] == j["peak_gemm"]["bf16_gflops"], j
 assert 0 < j["mfu"] and 0 < j["mfu_nominal"] < 1, j
 assert j["nominal_peak"]["clock_ghz"] > 0.2, j
+# One bf16 copy per linear weight (7 per layer) and the LM head per step on the oneDNN route,
+# where GEMMs read weights from ops/cpu/bf16_weights.h; none on the emulated route.
+layers = json.load(open(j["model_config"]))["num_hidden_layers"]
+want = 7 * layers + 1 if j["compute"]["bf16_matmul"].startswith("onednn") else 0
+assert j["bf16_weight_conversions_per_step"] == want, (j["bf16_weight_conversions_per_step"], want)
 PY
 
 # --- training: determinism, device switch ---
@@ -164,6 +169,7 @@ def load(name):
         m = json.loads(l)
         if "compute_switch" in m: switch[m["step"]] = m["compute_switch"]
         if "loss" in m: loss[m["step"]] = m["loss"]; prec[m["step"]] = m["precision"]
+        if "loss" in m: assert 0 < m["mfu_nominal"] < 1, m  # against FLOP/cycle x clock x threads
     return loss, switch, prec
 f32, _, _ = load("F32")
 b16, _, pb = load("B16")

@@ -31,12 +31,8 @@ void ConvertToBf16(const float* src, int64_t ld_src, uint16_t* dst, int64_t ld_d
   for (int64_t r = 0; r < rows; ++r) {
     const float* s = src + r * ld_src;
     uint16_t* d = dst + r * ld_dst;
-    for (int64_t c = 0; c < cols; ++c) {
-      const float x = RoundToBf16(s[c]);
-      uint32_t u;
-      std::memcpy(&u, &x, 4);
-      d[c] = static_cast<uint16_t>(u >> 16);
-    }
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) d[c] = Bf16Bits(s[c]);
   }
 }
 

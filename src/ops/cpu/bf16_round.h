@@ -21,6 +21,15 @@ inline float RoundToBf16(float f) {
   return r;
 }
 
+// The bf16 bits of RoundToBf16(f): its upper 16 bits.
+inline uint16_t Bf16Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t nan = (u | 0x00400000u) >> 16;
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
 // dst[i] = RoundToBf16(src[i]) for i < n (dst may equal src).
 void RoundToBf16(const float* src, float* dst, int64_t n);
 // The same on a rows × cols block with leading dimensions ld_src, ld_dst.

@@ -5,6 +5,7 @@
 
 #include "ops/cpu/adamw.h"
 #include "ops/cpu/attention.h"
+#include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/cross_entropy.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cpu/linear.h"
@@ -156,6 +157,8 @@ void CpuFp32Backend::AdamWUpdate(float* p, const float* g, float* m, float* v, i
                                  const AdamWCoefficients& c) const {
   // Fixed-size chunks, each updated by one thread; the update is elementwise (ops/cpu/adamw.h),
   // so the split changes no bit.
+  // The weights change: every bf16 copy of a weight is stale (ops/cpu/bf16_weights.h).
+  NoteWeightsUpdated();
   constexpr int64_t kChunk = int64_t{1} << 14;
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i = 0; i < n; i += kChunk) {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/profile.h"
 #include "ops/cpu/bf16_round.h"
+#include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/isa.h"
 
@@ -175,7 +176,7 @@ void GemmBf16Emulated(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
 
 void GemmBf16OneDnn(bool bf16_operands, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                     float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-                    float beta, float* C, int64_t ldc) {
+                    float beta, float* C, int64_t ldc, GemmB b_kind) {
   ProfileScope profile_scope(ProfileCategory::kGemm);
   if (M <= 0 || N <= 0) return;
   const int64_t ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
@@ -186,9 +187,17 @@ void GemmBf16OneDnn(bool bf16_operands, bool ta, bool tb, int64_t M, int64_t N, 
   }
   if (bf16_operands) {
     uint16_t* a = Scratch(tls_a16, ra * ca);
-    uint16_t* b = Scratch(tls_b16, rb * cb);
-    ConvertToBf16(A, lda, a, ca, ra, ca);
-    ConvertToBf16(B, ldb, b, cb, rb, cb);
+    const uint16_t* b =
+        b_kind == GemmB::kWeight ? Bf16WeightCopy(B, ldb, rb, cb) : nullptr;
+    {
+      ProfileScope cast_scope(ProfileCategory::kCast);
+      ConvertToBf16(A, lda, a, ca, ra, ca);
+      if (b == nullptr) {
+        uint16_t* scratch = Scratch(tls_b16, rb * cb);
+        ConvertToBf16(B, ldb, scratch, cb, rb, cb);
+        b = scratch;
+      }
+    }
     OneDnnTiled(true, ta, tb, M, N, K, alpha, a, ca, b, cb, beta, C, ldc);
   } else {
     float* a = Scratch(tls_a, ra * ca);
@@ -197,6 +206,14 @@ void GemmBf16OneDnn(bool bf16_operands, bool ta, bool tb, int64_t M, int64_t N, 
     RoundToBf16(B, ldb, b, cb, rb, cb);
     OneDnnTiled(false, ta, tb, M, N, K, alpha, a, ca, b, cb, beta, C, ldc);
   }
+}
+
+void GemmBf16OneDnnPreconverted(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb,
+                                float beta, float* C, int64_t ldc) {
+  ProfileScope profile_scope(ProfileCategory::kGemm);
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  OneDnnTiled(true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 bool OneDnnBf16MatmulAvailable() {
@@ -235,9 +252,10 @@ const char* Bf16GemmRouteName(Bf16GemmRoute route) {
 }
 
 void GemmBf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-              int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+              int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+              GemmB b_kind) {
   if (ActiveBf16GemmRoute() == Bf16GemmRoute::kOneDnn) {
-    GemmBf16OneDnn(true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    GemmBf16OneDnn(true, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, b_kind);
   } else {
     GemmBf16Emulated(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }
@@ -245,9 +263,9 @@ void GemmBf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, co
 
 void Gemm(Precision precision, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-          int64_t ldc) {
+          int64_t ldc, GemmB b_kind) {
   if (precision == Precision::kBf16) {
-    GemmBf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    GemmBf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, b_kind);
   } else {
     Sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }

@@ -10,6 +10,9 @@
 //              bf16 matmul there) and on Intel's AVX512-BF16 (slower than fp32 GEMM there).
 //   onednn     the operands are converted to bf16 and multiplied by oneDNN's matmul: on AMX
 //              tiles, or on AMD's AVX512-BF16 (vdpbf16ps), where it is 1.6-2.2x the fp32 GEMM.
+// On the oneDNN route, a B operand marked GemmB::kWeight is read from its bf16 copy
+// (bf16_weights.h) while a Bf16WeightScope is open: converted once per optimizer step, not per
+// call. The copy has the bits a fresh conversion would have, so the flag changes no result.
 // Both keep replica's determinism: C is cut into tiles whose sizes depend only on (M, N, K), each
 // tile is one single-threaded call over the whole K, and OpenMP hands tiles to threads, so a
 // result does not depend on the thread count. The two routes sum in different orders, so they
@@ -21,14 +24,18 @@
 
 namespace replica {
 
+// What operand B is: an activation (converted on every call), or a model weight that stays
+// constant while a Bf16WeightScope is open (its bf16 copy is made once).
+enum class GemmB { kActivation, kWeight };
+
 void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-              int64_t ldc);
+              int64_t ldc, GemmB b_kind = GemmB::kActivation);
 
 // Sgemm for kFp32, GemmBf16 for kBf16.
 void Gemm(Precision precision, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
           float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-          float* C, int64_t ldc);
+          float* C, int64_t ldc, GemmB b_kind = GemmB::kActivation);
 
 enum class Bf16GemmRoute { kEmulated, kOneDnn };
 // kOneDnn when the ISA in use is amx, or avx512 on an AMD CPU with AVX512_BF16 (and oneDNN has
@@ -47,7 +54,13 @@ void GemmBf16Emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t 
                       float* C, int64_t ldc);
 void GemmBf16OneDnn(bool bf16_operands, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-                    float beta, float* C, int64_t ldc);
+                    float beta, float* C, int64_t ldc, GemmB b_kind = GemmB::kActivation);
+// oneDNN's bf16 matmul, tiled as above, on operands already in bf16 (row-major bits, leading
+// dimensions as stored): the route without its conversions (bench: the GEMM at the model's
+// shapes against oneDNN on pre-converted operands).
+void GemmBf16OneDnnPreconverted(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                                float alpha, const uint16_t* A, int64_t lda, const uint16_t* B,
+                                int64_t ldb, float beta, float* C, int64_t ldc);
 bool OneDnnBf16MatmulAvailable();
 
 // Plain reference: rounds the operands to bf16, multiplies and sums in double, rounds once.

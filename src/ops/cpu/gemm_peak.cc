@@ -162,11 +162,13 @@ std::string GemmPeak::Describe() const {
 
 double FlopsPerCyclePerCore(Isa isa, Precision precision) {
   if (isa == Isa::kAmx && precision == Precision::kBf16) return 1024;
+  // AMD before Zen 5 runs a 512-bit instruction on both 256-bit pipes (isa.h HalfWidthAvx512).
+  const double width = isa >= Isa::kAvx512 && DetectCpu().HalfWidthAvx512() ? 0.5 : 1.0;
   // vdpbf16ps: two bf16 products per fp32 lane, so twice the fp32 FMA rate.
   if (isa == Isa::kAvx512 && precision == Precision::kBf16 &&
       ActiveBf16GemmRoute() == Bf16GemmRoute::kOneDnn)
-    return 128;
-  if (isa >= Isa::kAvx512) return 64;
+    return 128 * width;
+  if (isa >= Isa::kAvx512) return 64 * width;
   if (isa == Isa::kAvx2) return 32;
   return 8;  // SSE: one 128-bit multiply and one add per cycle
 }

@@ -64,7 +64,9 @@ struct NominalPeak {
   double flops_per_s = 0;               // the product
 };
 // FLOP/cycle/core: fp32 (and emulated bf16) 32 on AVX2 (two 256-bit FMA pipes), 64 on AVX-512
-// (two 512-bit FMA pipes); bf16 on AMX 1024 (one 16×16×32 bf16 tile product per 16 cycles).
+// (two 512-bit FMA pipes), 32 on AMD's AVX-512 before Zen 5 (isa.h HalfWidthAvx512); bf16 twice
+// the fp32 figure on oneDNN's AVX512-BF16 route (vdpbf16ps), 1024 on AMX (one 16×16×32 bf16 tile
+// product per 16 cycles).
 double FlopsPerCyclePerCore(Isa isa, Precision precision);
 NominalPeak MeasureNominalPeak(Isa isa, Precision precision, int cores);
 

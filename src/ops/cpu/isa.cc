@@ -25,6 +25,8 @@ CpuFeatures Probe() {
   if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
   f.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "Auth" "enti" "cAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const unsigned base_family = (a >> 8) & 0xf;
+  f.family = static_cast<int>(base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family);
   const bool osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, avx = (c >> 28) & 1;
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = Xgetbv0();

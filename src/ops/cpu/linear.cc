@@ -7,14 +7,14 @@ namespace replica {
 void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out, float* y,
                    Precision precision) {
   if (N == 0 || out == 0) return;
-  Gemm(precision, false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
+  Gemm(precision, false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out, GemmB::kWeight);
 }
 
 void LinearBackward(const float* x, const float* W, const float* dy, int64_t N, int64_t in,
                     int64_t out, float* dx, float* dW, Precision precision) {
   if (N == 0) return;
   if (dx) {
-    Gemm(precision, false, false, N, in, out, 1.0f, dy, out, W, in, 1.0f, dx, in);
+    Gemm(precision, false, false, N, in, out, 1.0f, dy, out, W, in, 1.0f, dx, in, GemmB::kWeight);
   }
   Gemm(precision, true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW, in);
 }
