@@ -359,11 +359,6 @@ int64_t CheckedParamCount(const ModelConfig& c) {
   return n;
 }
 
-int64_t SumVisible(int64_t T, int64_t window) {  // Σ_{i<T} min(i+1, W); window 0 = unbounded
-  if (window <= 0 || T <= window) return T * (T + 1) / 2;
-  return window * (window + 1) / 2 + (T - window) * window;
-}
-
 }  // namespace
 
 ModelConfig ModelConfig::FromHfJson(const nlohmann::json& j, const std::string& source) {
@@ -632,6 +627,12 @@ ParamLayout ModelConfig::BuildLayout() const {
   return layout;
 }
 
+int64_t ModelConfig::SumVisible(int64_t layer, int64_t T) const {
+  const int64_t window = Window(layer);  // 0 = unbounded: Σ min(i+1, W) = Σ (i+1)
+  if (window <= 0 || T <= window) return T * (T + 1) / 2;
+  return window * (window + 1) / 2 + (T - window) * window;
+}
+
 int64_t ModelConfig::NumParams() const { return CheckedParamCount(*this); }
 
 double ModelConfig::FlopsPerToken(int64_t seq_len) const {
@@ -639,7 +640,7 @@ double ModelConfig::FlopsPerToken(int64_t seq_len) const {
   // The input embedding is a lookup, not a matmul; the LM head matmul counts even when tied.
   const int64_t matmul_params = NumParams() - (tie_word_embeddings ? 0 : vocab_size * hidden_size);
   double visible = 0;
-  for (int64_t l = 0; l < num_layers; ++l) visible += static_cast<double>(SumVisible(seq_len, Window(l)));
+  for (int64_t l = 0; l < num_layers; ++l) visible += static_cast<double>(SumVisible(l, seq_len));
   return 6.0 * static_cast<double>(matmul_params) +
          12.0 * static_cast<double>(num_heads * head_dim) * visible / static_cast<double>(seq_len);
 }

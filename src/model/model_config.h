@@ -61,6 +61,9 @@ struct ModelConfig {
 
   // Keys visible to query position i in layer l: min(i+1, W) on sliding layers, i+1 on full.
   int64_t Visible(int64_t layer, int64_t i) const;
+  // Σ_{i<T} Visible(layer, i): the query-key pairs of a sequence of T positions in layer l (the
+  // attention FLOPs of FlopsPerToken and of the plan's recomputation).
+  int64_t SumVisible(int64_t layer, int64_t T) const;
   int64_t Window(int64_t layer) const;  // W for sliding layers, 0 (= unbounded) for full layers
   // The RoPE settings of layer l (rope_full or rope_sliding by layer_types[l]).
   const RopeParams& RopeFor(int64_t layer) const;

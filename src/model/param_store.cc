@@ -1,5 +1,6 @@
 #include "model/param_store.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -24,6 +25,12 @@ std::vector<size_t> UnitBounds(const ParamLayout& layout, int64_t num_layers) {
   bounds.push_back(head);
   bounds.push_back(layout.total_floats());
   return bounds;
+}
+
+size_t LargestUnitFloats(const std::vector<size_t>& bounds) {
+  size_t most = 0;
+  for (size_t u = 0; u + 1 < bounds.size(); ++u) most = std::max(most, bounds[u + 1] - bounds[u]);
+  return most;
 }
 
 ResidentParamStore::ResidentParamStore(const ParamLayout& layout, int64_t num_layers)

@@ -38,6 +38,9 @@ class ParamStore {
 // layers): bounds[0] = 0, bounds[u] = offset of unit u's first tensor, bounds[L+2] =
 // layout.total_floats(). Error when the layout is not a model layout of that depth.
 std::vector<size_t> UnitBounds(const ParamLayout& layout, int64_t num_layers);
+// The floats of the largest unit of `bounds` (UnitBounds): what one unit buffer of a store that
+// gathers units holds (parallel/zero3_store.h), and what `replica plan` counts for it.
+size_t LargestUnitFloats(const std::vector<size_t>& bounds);
 
 // The whole model in memory: full parameters and a full gradient buffer (the default store, and
 // what every single-process and ZeRO-1 run uses). Acquire/Grads return pointers into them; Release

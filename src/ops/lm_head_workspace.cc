@@ -6,11 +6,15 @@
 
 namespace replica {
 
+int64_t LmHeadWorkspace::ChunkRows(int64_t max_rows, int64_t vocab, int64_t scratch_floats) {
+  return std::clamp<int64_t>(scratch_floats / vocab, 1, max_rows);
+}
+
 LmHeadWorkspace::LmHeadWorkspace(int64_t max_rows, int64_t vocab, int64_t scratch_floats)
     : vocab_(vocab) {
   Require(vocab > 0 && max_rows > 0, "LM head workspace: bad shape rows={} vocab={}", max_rows,
           vocab);
-  chunk_rows_ = std::clamp<int64_t>(scratch_floats / vocab, 1, max_rows);
+  chunk_rows_ = ChunkRows(max_rows, vocab, scratch_floats);
   logits_.resize(static_cast<size_t>(chunk_rows_ * vocab));
   lse_.resize(static_cast<size_t>(chunk_rows_));
   ce_.resize(static_cast<size_t>(chunk_rows_));

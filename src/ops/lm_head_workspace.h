@@ -23,6 +23,9 @@ class LmHeadWorkspace {
   static constexpr int64_t kScratchFloats = int64_t{8} << 20;
   LmHeadWorkspace() = default;
   LmHeadWorkspace(int64_t max_rows, int64_t vocab, int64_t scratch_floats = kScratchFloats);
+  // The chunk_rows() of a workspace built with these arguments: scratch_floats / vocab rows,
+  // clamped to [1, max_rows].
+  static int64_t ChunkRows(int64_t max_rows, int64_t vocab, int64_t scratch_floats = kScratchFloats);
   int64_t chunk_rows() const { return chunk_rows_; }
   int64_t vocab() const { return vocab_; }
   float* logits() { return logits_.data(); }

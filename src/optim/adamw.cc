@@ -44,39 +44,36 @@ std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& c
   return decay;
 }
 
-void AdamWUpdateRange(const AdamWUpdateArgs& args, const Backend& backend) {
-  AdamWUpdateArgs shard = args;
-  shard.params += args.begin;
-  shard.grads += args.begin;
-  AdamWUpdateShard(shard, backend);
+AdamWRule::AdamWRule(const ParamLayout& layout, const AdamWConfig& config)
+    : layout_(layout), config_(config) {
+  RequireAdamWConfig(config_);
+  decay_ = DecayPerView(layout, config_);
 }
 
-void AdamWUpdateShard(const AdamWUpdateArgs& args, const Backend& backend) {
+void AdamWRule::Apply(const ShardSpan& span, const StepArgs& args, const Backend& backend) const {
   ProfileScope profile_scope(ProfileCategory::kOptimizer);
-  const ParamLayout& layout = args.layout;
-  const std::vector<double>& decay = args.decay;
-  const AdamWConfig& c = args.config;
-  float* params = args.params;
-  const float* grads = args.grads;
-  float *m = args.m, *v = args.v;
-  const size_t begin = args.begin, end = args.end;
-  const double lr = args.lr, grad_coef = args.grad_coef;
-  const int64_t step = args.step;
-  const double b1 = c.betas[0], b2 = c.betas[1], eps = c.eps;
-  const double bias1 = 1.0 - std::pow(b1, static_cast<double>(step));
-  const double bias2_sqrt = std::sqrt(1.0 - std::pow(b2, static_cast<double>(step)));
+  const size_t begin = span.begin, end = span.end;
+  const double lr = args.lr;
+  const double b1 = config_.betas[0], b2 = config_.betas[1], eps = config_.eps;
+  const double bias1 = 1.0 - std::pow(b1, static_cast<double>(args.step));
+  const double bias2_sqrt = std::sqrt(1.0 - std::pow(b2, static_cast<double>(args.step)));
   const double step_size = lr / bias1;
-  const auto& views = layout.views();
+  const auto& views = layout_.views();
   for (size_t vi = 0; vi < views.size(); ++vi) {
     const size_t lo = std::max(begin, views[vi].offset);
     const size_t hi = std::min(end, views[vi].offset + views[vi].numel);
     if (lo >= hi) continue;
-    const double keep = 1.0 - lr * decay[vi];
-    const AdamWCoefficients coefs{grad_coef, keep, b1, b2, step_size, bias2_sqrt, eps};
-    backend.AdamWUpdate(params + (lo - begin), grads + (lo - begin), m + (lo - begin),
-                        v + (lo - begin),
+    const double keep = 1.0 - lr * decay_[vi];
+    const AdamWCoefficients coefs{args.grad_coef, keep, b1, b2, step_size, bias2_sqrt, eps};
+    const size_t at = lo - begin;
+    backend.AdamWUpdate(span.params + at, span.grads + at, span.m + at, span.v + at,
                         static_cast<int64_t>(hi - lo), coefs);
   }
+}
+
+std::unique_ptr<const UpdateRule> MakeUpdateRule(const ParamLayout& layout,
+                                                 const AdamWConfig& config) {
+  return std::make_unique<AdamWRule>(layout, config);
 }
 
 void RequireAdamWConfig(const AdamWConfig& config) {
@@ -85,8 +82,12 @@ void RequireAdamWConfig(const AdamWConfig& config) {
 }
 
 AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& config, const Backend& backend)
-    : layout_(layout), config_(config), backend_(backend), decay_(DecayPerView(layout, config)) {
-  RequireAdamWConfig(config_);
+    : AdamW(layout, MakeUpdateRule(layout, config), backend) {}
+
+AdamW::AdamW(const ParamLayout& layout, std::unique_ptr<const UpdateRule> rule,
+             const Backend& backend)
+    : layout_(layout), rule_(std::move(rule)), backend_(backend) {
+  Require(rule_ != nullptr, "optimizer: no update rule");
 }
 
 void AdamW::Allocate() {
@@ -107,11 +108,9 @@ void AdamW::Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double 
           "optimizer: buffer sizes differ (params {}, grads {}, state {})", params.size(),
           grads.size(), m.size());
   ++state_.step;
-  AdamWUpdateRange({.layout = layout_, .decay = decay_, .params = params.data(),
-                    .grads = grads.data(), .m = m.data(), .v = state_.v.data(), .begin = 0,
-                    .end = m.size(), .config = config_, .lr = lr, .grad_coef = clip_coef,
-                    .step = state_.step},
-                   backend_);
+  rule_->Apply({.begin = 0, .end = m.size(), .params = params.data(), .grads = grads.data(),
+                .m = m.data(), .v = state_.v.data()},
+               {.lr = lr, .grad_coef = clip_coef, .step = state_.step}, backend_);
 }
 
 void AdamW::LoadState(OptimizerState state) {

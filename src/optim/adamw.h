@@ -1,7 +1,7 @@
 // AdamW as OLMo-core's (optim/adamw.py) and the fixture README's training run (docs/design.md §3), on
 // flat buffers (docs/design.md §2.1): parameters, gradients, m and v share one ParamLayout, and every
-// loop is over float offsets, so a rank can update any contiguous range (ZeRO-1) with the same
-// code and bits.
+// loop is over float offsets, so a rank can update any contiguous range (update_rule.h ShardSpan:
+// ZeRO-1 and ZeRO-3 shards) with the same code and bits.
 //
 // Per step, for every element, in this order (t = steps taken, 1 on the first update):
 //   g  = coef · g                                  (coef = global clipping coefficient)
@@ -19,11 +19,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ops/backend.h"
 #include "optim/optimizer.h"
+#include "optim/update_rule.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
@@ -56,40 +58,35 @@ double ClipCoefficient(double norm, double max_norm);
 // must exist in the layout: Error naming it otherwise).
 std::vector<double> DecayPerView(const ParamLayout& layout, const AdamWConfig& config);
 
-// One AdamW update of elements [begin, end) of a layout's flat buffers. m and v point at the
-// state for exactly that range (m[0] is element `begin`), so ZeRO-1 shards can pass their slice;
-// where params and grads point is said by the function taking the arguments. `step` is t (already
-// incremented: 1 on the first update).
-struct AdamWUpdateArgs {
-  const ParamLayout& layout;
-  const std::vector<double>& decay;  // per view (DecayPerView)
-  float* params;
-  const float* grads;
-  float* m;
-  float* v;
-  size_t begin, end;
-  const AdamWConfig& config;
-  double lr, grad_coef;
-  int64_t step;
+// AdamW's update rule (update_rule.h) over one span: one Backend::AdamWUpdate call per parameter
+// tensor the span overlaps, with that tensor's weight-decay factor.
+class AdamWRule final : public UpdateRule {
+ public:
+  // Error naming the key for a bad config (RequireAdamWConfig, DecayPerView). `layout` must
+  // outlive the rule.
+  AdamWRule(const ParamLayout& layout, const AdamWConfig& config);
+  void Apply(const ShardSpan& span, const StepArgs& step, const Backend& backend) const override;
+  double max_grad_norm() const override { return config_.max_grad_norm; }
+  const AdamWConfig& config() const { return config_; }
+
+ private:
+  const ParamLayout& layout_;
+  AdamWConfig config_;
+  std::vector<double> decay_;  // per view (DecayPerView)
 };
-// params and grads point at element 0 of the whole buffers. The elements are updated by
-// `backend` (Backend::AdamWUpdate, one call per parameter tensor in the range).
-void AdamWUpdateRange(const AdamWUpdateArgs& args, const Backend& backend);
-// The same update where params and grads, like m and v, point at element `begin` (a rank that
-// holds only the range [begin, end) of the parameters and gradients: ZeRO-3).
-void AdamWUpdateShard(const AdamWUpdateArgs& args, const Backend& backend);
 
 // Error naming the key unless betas holds two values (the rest is range-checked by the run config).
 void RequireAdamWConfig(const AdamWConfig& config);
 
-// The single-process optimizer: full-size m and v and the step counter t, starting at zero. m and
-// v are allocated by the first Step or SaveState unless LoadState brings them (so loading a
-// checkpoint never holds two copies).
+// The single-process optimizer: full-size m and v and the step counter t, starting at zero, updated
+// by an UpdateRule over the whole layout (AdamWRule when built from an AdamWConfig). m and v are
+// allocated by the first Step or SaveState unless LoadState brings them (so loading a checkpoint
+// never holds two copies).
 class AdamW final : public Optimizer {
  public:
   // `backend` runs the element updates and must outlive the optimizer.
-  AdamW(const ParamLayout& layout, const AdamWConfig& config,
-        const Backend& backend);
+  AdamW(const ParamLayout& layout, const AdamWConfig& config, const Backend& backend);
+  AdamW(const ParamLayout& layout, std::unique_ptr<const UpdateRule> rule, const Backend& backend);
 
   // t += 1, then the update above with clip coefficient `clip_coef` over every element.
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override;
@@ -100,9 +97,8 @@ class AdamW final : public Optimizer {
   OwnedState Owned() override;
   void SetStep(int64_t t) override;
   int64_t step() const override { return state_.step; }
-  double max_grad_norm() const override { return config_.max_grad_norm; }
+  double max_grad_norm() const override { return rule_->max_grad_norm(); }
 
-  const AdamWConfig& config() const { return config_; }
   const Backend& backend() const { return backend_; }
   // Empty before the first Step, SaveState or LoadState.
   const FlatBuffer& m() const { return state_.m; }
@@ -111,9 +107,8 @@ class AdamW final : public Optimizer {
  private:
   void Allocate();  // zero m and v unless present
   const ParamLayout& layout_;
-  AdamWConfig config_;
+  std::unique_ptr<const UpdateRule> rule_;
   const Backend& backend_;
-  std::vector<double> decay_;
   OptimizerState state_;
 };
 

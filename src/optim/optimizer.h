@@ -1,7 +1,8 @@
 // The optimizer as the train step and the trainer see it: one update per step, and the state a
 // checkpoint stores. Two implementations: AdamW (optim/adamw.h) holds the whole state in one
-// process; parallel::Zero1AdamW (parallel/zero1.h) holds this rank's shard of it. Both apply the
-// same per-element update, so parameters and state have the same bits either way.
+// process; parallel::ShardedOptimizer (parallel/sharded_optimizer.h) holds this rank's shard of it
+// (ZeRO-1 and ZeRO-3). Both apply the same per-element UpdateRule (update_rule.h) to a span of the
+// layout, so parameters and state have the same bits either way.
 //
 // Checkpoints are written and read through Owned(): the contiguous range of the flat layout this
 // process owns (shard_plan.h; everything for one process) with pointers to its Adam m and v, and

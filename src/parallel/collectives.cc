@@ -109,20 +109,6 @@ double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& 
   return std::sqrt(total);
 }
 
-void GatherShards(Communicator& comm, const float* shard, float* full, const ShardPlan& plan,
-                  int root) {
-  CheckPlan(comm, plan);
-  const int r = comm.rank();
-  if (r != root) {
-    comm.Send(shard, plan.size(r) * sizeof(float), root);
-    return;
-  }
-  if (plan.size(r) > 0) std::memcpy(full + plan.begin(r), shard, plan.size(r) * sizeof(float));
-  for (int k = 0; k < comm.world(); ++k) {
-    if (k != root) comm.Recv(full + plan.begin(k), plan.size(k) * sizeof(float), k);
-  }
-}
-
 void Broadcast(Communicator& comm, void* data, size_t bytes, int root) {
   const int world = comm.world();
   const int rel = (comm.rank() - root + world) % world;

@@ -48,11 +48,6 @@ void TreeAllReduce(Communicator& comm, std::vector<double>& values);
 double ShardedGradNorm(Communicator& comm, const float* grads, const ShardPlan& plan,
                        const Backend& backend);
 
-// Root receives every rank's shard (`shard` holds plan.size(rank) floats) into `full`
-// (plan.total() floats, only used on root).
-void GatherShards(Communicator& comm, const float* shard, float* full, const ShardPlan& plan,
-                  int root = 0);
-
 // Copies root's `bytes` bytes at `data` to every rank (binomial tree).
 void Broadcast(Communicator& comm, void* data, size_t bytes, int root = 0);
 

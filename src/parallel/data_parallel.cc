@@ -8,18 +8,19 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "parallel/collectives.h"
-#include "parallel/zero1.h"
+#include "parallel/sharded_optimizer.h"
 
 namespace replica::parallel {
 
 namespace {
 
-// Zero1AdamW whose Step wall time is added to `seconds`.
+// The ZeRO-1 ShardedOptimizer whose Step wall time is added to `seconds`.
 class TimedZero1 final : public Optimizer {
  public:
-  TimedZero1(const ParamLayout& layout, const AdamWConfig& config, Communicator& comm,
+  TimedZero1(const ParamLayout& layout, std::unique_ptr<const UpdateRule> rule, Communicator& comm,
              const Backend& backend, double& seconds)
-      : zero_(layout, config, comm, backend), seconds_(seconds) {}
+      : zero_(layout, std::move(rule), GatherPolicy::kAllGatherParams, comm, backend),
+        seconds_(seconds) {}
   void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) override {
     const auto t0 = Clock::now();
     zero_.Step(params, grads, lr, clip_coef);
@@ -34,7 +35,7 @@ class TimedZero1 final : public Optimizer {
   const ShardPlan& plan() const { return zero_.plan(); }
 
  private:
-  Zero1AdamW zero_;
+  ShardedOptimizer zero_;
   double& seconds_;
 };
 
@@ -85,9 +86,9 @@ double DataParallel::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars
 }
 
 std::unique_ptr<Optimizer> DataParallel::MakeOptimizer(const ParamLayout& layout,
-                                                       const AdamWConfig& config,
+                                                       std::unique_ptr<const UpdateRule> rule,
                                                        const Backend& backend) {
-  auto optimizer = std::make_unique<TimedZero1>(layout, config, comm_, backend, step_s_);
+  auto optimizer = std::make_unique<TimedZero1>(layout, std::move(rule), comm_, backend, step_s_);
   plan_.emplace(optimizer->plan());
   return optimizer;
 }

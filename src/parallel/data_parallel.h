@@ -4,8 +4,9 @@
 //   SumTokens        exact integer sum of the label counts (tree all-reduce of int64);
 //   ReduceGradients  tree all-reduce of the loss sums and tree reduce-scatter of the gradients
 //                    (collectives.h), then the global grad norm from the shards;
-//   MakeOptimizer    ZeRO-1 AdamW (zero1.h) over the same shards: each rank updates its shard of
-//                    the parameters with its shard of Adam m and v, then all-gathers them.
+//   MakeOptimizer    the ZeRO-1 ShardedOptimizer (sharded_optimizer.h, kAllGatherParams) over the
+//                    same shards: each rank updates its shard of the parameters with its shard of
+//                    Adam m and v, then all-gathers them.
 // Rank 0 reports at the end how much wall time went into the collectives, to read strong scaling.
 // Everything is bit-identical to the single-process TrainStep for any power-of-two R that divides
 // a power-of-two micro-batch count (RequireRankIndependentBatch, checked by the constructor).
@@ -35,8 +36,9 @@ class DataParallel final : public GradReducer {
   // Needs MakeOptimizer first (it fixes the shards).
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                          const Backend& backend) override;
-  // A Zero1AdamW whose steps count in the report; this DataParallel must outlive it.
-  std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout, const AdamWConfig& config,
+  // A ZeRO-1 ShardedOptimizer whose steps count in the report; this DataParallel must outlive it.
+  std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout,
+                                           std::unique_ptr<const UpdateRule> rule,
                                            const Backend& backend) override;
 
  private:

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "optim/adamw.h"
+#include "optim/shard_bounds.h"
 
 namespace replica::parallel {
 
@@ -30,29 +31,17 @@ void RequireRankIndependentBatch(int64_t m, int64_t world) {
           world, m);
 }
 
-ShardPlan::ShardPlan(size_t total_floats, int world) : total_(total_floats), world_(world) {
-  Require(world >= 1, "shard plan: world must be >= 1, got {}", world);
-  blocks_ = (total_floats + kNormBlock - 1) / kNormBlock;
-  bounds_.resize(static_cast<size_t>(world) + 1);
-  for (int r = 0; r <= world; ++r) {
-    const size_t b = blocks_ * static_cast<size_t>(r) / static_cast<size_t>(world);
-    bounds_[static_cast<size_t>(r)] = std::min(total_floats, b * kNormBlock);
-  }
-}
+ShardPlan::ShardPlan(size_t total_floats, int world)
+    : total_(total_floats),
+      world_(world),
+      blocks_((total_floats + kNormBlock - 1) / kNormBlock),
+      bounds_(ShardBounds(total_floats, world)) {}
 
-size_t ShardPlan::max_size() const {
-  size_t m = 0;
-  for (int r = 0; r < world_; ++r) m = std::max(m, size(r));
-  return m;
-}
+size_t ShardPlan::max_size() const { return LargestShardFloats(total_, world_); }
 
 size_t ShardPlan::block_begin(int r) const {
   return blocks_ * static_cast<size_t>(r) / static_cast<size_t>(world_);
 }
 size_t ShardPlan::block_end(int r) const { return block_begin(r + 1); }
-
-size_t Zero1ShardFloats(size_t total_floats, int world) {
-  return ShardPlan(total_floats, world).max_size();
-}
 
 }  // namespace replica::parallel

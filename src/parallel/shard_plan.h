@@ -2,9 +2,10 @@
 // (rank r owns shard r: its slice of the summed gradient, of Adam m and v, and the parameters it
 // updates).
 //
-// Promises: shard boundaries lie on the fixed grad-norm blocks (optim/adamw.h kNormBlock, which do
-// not depend on R), shards are contiguous, in rank order and cover [0, N) exactly; block counts
-// differ by at most one between shards (shard r = blocks [⌊B·r/R⌋, ⌊B·(r+1)/R⌋), B = ⌈N/kNormBlock⌉).
+// Promises (the cut is optim/shard_bounds.h ShardBounds, which `replica plan` sizes with too):
+// shard boundaries lie on the fixed grad-norm blocks (optim/adamw.h kNormBlock, which do not
+// depend on R), shards are contiguous, in rank order and cover [0, N) exactly; block counts differ
+// by at most one between shards (shard r = blocks [⌊B·r/R⌋, ⌊B·(r+1)/R⌋), B = ⌈N/kNormBlock⌉).
 // Because boundaries are block-aligned, each rank's grad-norm block partials are exactly the
 // blocks the single-process norm would compute.
 #pragma once
@@ -44,8 +45,5 @@ class ShardPlan {
   size_t blocks_;
   std::vector<size_t> bounds_;  // world + 1 float offsets
 };
-
-// Floats of Adam m (or v) the largest rank holds under ZeRO-1, for planning (`replica plan`).
-size_t Zero1ShardFloats(size_t total_floats, int world);
 
 }  // namespace replica::parallel

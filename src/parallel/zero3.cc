@@ -1,11 +1,12 @@
 #include "parallel/zero3.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/error.h"
 #include "parallel/owner_collectives.h"
-#include "parallel/zero3_adamw.h"
+#include "parallel/sharded_optimizer.h"
 
 namespace replica::parallel {
 
@@ -113,10 +114,11 @@ double Zero3::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scala
 }
 
 std::unique_ptr<Optimizer> Zero3::MakeOptimizer(const ParamLayout& layout,
-                                                const AdamWConfig& config,
+                                                std::unique_ptr<const UpdateRule> rule,
                                                 const Backend& backend) {
-  return std::make_unique<Zero3AdamW>(layout, config, comm_, backend,
-                                      store_ != nullptr ? &store_->master() : nullptr);
+  return std::make_unique<ShardedOptimizer>(layout, std::move(rule), GatherPolicy::kGatherOnUse,
+                                            comm_, backend,
+                                            store_ != nullptr ? &store_->master() : nullptr);
 }
 
 std::unique_ptr<ParamStore> Zero3::MakeParamStore(const ModelConfig& config,

@@ -8,7 +8,8 @@
 //                     unit;
 //   MakeAccumulation  the local micro-batches in natural order k = 0, 1, ... (global j = k·R + r),
 //                     their loss sums recorded;
-//   MakeOptimizer     Zero3AdamW (zero3_adamw.h) on the owned range.
+//   MakeOptimizer     the ZeRO-3 ShardedOptimizer (sharded_optimizer.h, kGatherOnUse) on the owned
+//                     range.
 // ReduceGradients folds the loss sums of all micro-batches in global order j = 0..M-1 (fp64, the
 // world-1 sequential fold) and returns the norm from the owned accumulators (OwnedGradNorm).
 // The result — losses, grad norms, parameters, m and v — has the bits of the world-1 run with
@@ -42,8 +43,9 @@ class Zero3 final : public GradReducer {
   // store (zero3_store.h) before the optimizer writes the master parameters.
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                          const Backend& backend) override;
-  // A Zero3AdamW over the store's master parameters when MakeParamStore came first.
-  std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout, const AdamWConfig& config,
+  // A ZeRO-3 ShardedOptimizer over the store's master parameters when MakeParamStore came first.
+  std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout,
+                                           std::unique_ptr<const UpdateRule> rule,
                                            const Backend& backend) override;
   // The store of the one model this reducer serves; it must outlive that model's steps.
   std::unique_ptr<ParamStore> MakeParamStore(const ModelConfig& config,

@@ -62,8 +62,8 @@ Zero3ParamStore::Zero3ParamStore(const ParamLayout& layout, int64_t num_layers,
       master_(plan_.size(comm.rank())),
       accumulator_(plan_.size(comm.rank())) {
   const size_t units = bounds_.size() - 1;
+  unit_floats_ = LargestUnitFloats(bounds_);
   for (size_t u = 0; u < units; ++u) {
-    unit_floats_ = std::max(unit_floats_, bounds_[u + 1] - bounds_[u]);
     const size_t a = std::max(bounds_[u], owned_begin()), b = std::min(bounds_[u + 1], owned_end());
     if (a < b) fold_floats_ = std::max(fold_floats_, b - a);
   }

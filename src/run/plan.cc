@@ -8,39 +8,16 @@
 #include "core/error.h"
 #include "core/human_count.h"
 #include "core/plural.h"
-#include "model/layer_tensors.h"
+#include "model/model_sizes.h"
 #include "model/olmo3.h"
-#include "optim/adamw.h"
+#include "model/param_store.h"
+#include "optim/shard_bounds.h"
 
 namespace replica {
 
 namespace {
 
 bool PowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
-
-int64_t SumVisible(int64_t T, int64_t window) {  // Σ_{i<T} min(i+1, W); window 0 = unbounded
-  if (window <= 0 || T <= window) return T * (T + 1) / 2;
-  return window * (window + 1) / 2 + (T - window) * window;
-}
-
-// The largest unit of the flat layout (model/param_store.h): the embedding, a layer, or the final
-// norm with the untied LM head; alignment padding included.
-uint64_t LargestUnitFloats(const ModelConfig& m, const ParamLayout& layout) {
-  auto at = [&](const std::string& name) { return layout.Get(name).offset; };
-  std::vector<uint64_t> bounds = {0};
-  for (int64_t l = 0; l < m.num_layers; ++l)
-    bounds.push_back(at(LayerTensorName(l, LayerTensor::kQProj)));
-  bounds.push_back(at("model.norm.weight"));
-  bounds.push_back(layout.total_floats());
-  uint64_t most = 0;
-  for (size_t u = 0; u + 1 < bounds.size(); ++u) most = std::max(most, bounds[u + 1] - bounds[u]);
-  return most;
-}
-
-// Rows of the LM head's logits chunk (LmHeadWorkspace's default 8Mi-float scratch).
-uint64_t LmHeadChunkRows(uint64_t N, uint64_t V) {
-  return std::min<uint64_t>(N, std::max<uint64_t>(1, (uint64_t{8} << 20) / V));
-}
 
 // Floats the bf16 GEMM's kept operand copies reach (ops/cpu/gemm_bf16.cc: one A and one B buffer,
 // each grown to the largest operand it has held). Linear: y = x Wᵀ (A = x [N, in], B = W),
@@ -50,7 +27,7 @@ uint64_t Bf16GemmScratchFloats(const ModelConfig& m, uint64_t N) {
   const uint64_t D = m.hidden_size, I = m.intermediate_size, V = m.vocab_size;
   const uint64_t Hd = m.num_heads * m.head_dim, KVd = m.num_kv_heads * m.head_dim;
   const uint64_t widest = std::max({D, I, Hd, KVd});
-  const uint64_t c = LmHeadChunkRows(N, V);
+  const uint64_t c = static_cast<uint64_t>(LmHeadChunkRows(m, static_cast<int64_t>(N)));
   const uint64_t max_a = std::max(N * widest, c * V);
   const uint64_t max_b = std::max({V * D, I * D, Hd * D, N * widest});
   return max_a + max_b;
@@ -97,15 +74,6 @@ uint64_t RuntimeBytes(int64_t world) {
   return (world > 1 ? kRuntimeMpiMiB : kRuntimeMiB) << 20;
 }
 
-uint64_t MaxShardFloats(uint64_t P, int64_t world) {
-  const uint64_t R = static_cast<uint64_t>(world);
-  const uint64_t blocks = (P + kNormBlock - 1) / kNormBlock;
-  auto bound = [&](uint64_t r) { return std::min<uint64_t>(P, blocks * r / R * kNormBlock); };
-  uint64_t most = 0;
-  for (uint64_t r = 0; r < R; ++r) most = std::max(most, bound(r + 1) - bound(r));
-  return most;
-}
-
 double RecomputeFlopsPerToken(const ModelConfig& m, int64_t seq_len, Recompute policy) {
   const double D = m.hidden_size, I = m.intermediate_size;
   const double Hd = static_cast<double>(m.num_heads * m.head_dim),
@@ -115,7 +83,7 @@ double RecomputeFlopsPerToken(const ModelConfig& m, int64_t seq_len, Recompute p
     if (policy == Recompute::kMlp) flops += 6 * D * I;
     if (policy == Recompute::kFull) {
       flops += 2 * (D * (2 * Hd + 2 * KVd) + 3 * D * I) +
-               4 * Hd * static_cast<double>(SumVisible(seq_len, m.Window(l))) /
+               4 * Hd * static_cast<double>(m.SumVisible(l, seq_len)) /
                    static_cast<double>(seq_len);
     }
   }
@@ -148,7 +116,7 @@ ModelFootprint ModelFootprint::Of(const RunConfig& c) {
   const ParamLayout layout = c.model.BuildLayout();
   ModelFootprint f;
   f.params_floats = layout.total_floats();
-  f.largest_unit_floats = LargestUnitFloats(c.model, layout);
+  f.largest_unit_floats = LargestUnitFloats(UnitBounds(layout, c.model.num_layers));
   for (Recompute r : {Recompute::kNone, Recompute::kMlp, Recompute::kFull})
     f.arena_floats[static_cast<int>(r)] = Olmo3Model::ActivationArenaFloats(
         c.model, c.train.micro_batch_instances, c.data.seq_len, r);
@@ -165,7 +133,7 @@ MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world
   Require(problem.empty(), "world size {}: {}", world, problem);
   const ModelConfig& m = c.model;
   const uint64_t P = f.params_floats;
-  const uint64_t S = MaxShardFloats(P, world);
+  const uint64_t S = LargestShardFloats(P, static_cast<int>(world));
   const int64_t mu = c.train.micro_batch_instances, T = c.data.seq_len;
   const int64_t M_r = c.train.global_batch_instances / world / mu;
   const bool zero3 = c.parallel.sharding == "zero3";
@@ -197,7 +165,7 @@ MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world
   }
   CheckpointBytes(c.parallel.sharding, P, S, world, mem);
   const uint64_t N = static_cast<uint64_t>(mu * T);
-  const uint64_t chunk = LmHeadChunkRows(N, static_cast<uint64_t>(m.vocab_size));
+  const uint64_t chunk = static_cast<uint64_t>(LmHeadChunkRows(m, static_cast<int64_t>(N)));
   const uint64_t ropes = m.rope_full.SameMath(m.rope_sliding) ? 1 : 2;
   mem.activations = 4 * (f.arena_floats[static_cast<int>(policy)] +
                          chunk * (static_cast<uint64_t>(m.vocab_size + m.hidden_size) + 5) +

@@ -105,8 +105,6 @@ uint64_t RuntimeBytes(int64_t world);
 
 // Largest number of spare buffers TreeAccumulator holds for `count` leaves.
 int64_t AccumulationStackDepth(int64_t count);
-// The largest of R ranks' shards of P floats (ShardPlan's kNormBlock-aligned cut).
-uint64_t MaxShardFloats(uint64_t P, int64_t world);
 // Extra FLOPs per token the policy's recompute costs (docs/memory.md):
 //   mlp:  (L−1) · 6·D·I                          gate, up and down GEMMs again
 //   full: Σ_{l<L−1} [2·(D·(2·Hd + 2·KVd) + 3·D·I) + 4·Hd·vis_l/T]   each layer's forward again

@@ -19,9 +19,9 @@ double LocalGradReducer::ReduceGradients(FlatBuffer& grads, TreeAccumulator::Sca
 }
 
 std::unique_ptr<Optimizer> LocalGradReducer::MakeOptimizer(const ParamLayout& layout,
-                                                           const AdamWConfig& config,
+                                                           std::unique_ptr<const UpdateRule> rule,
                                                            const Backend& backend) {
-  return std::make_unique<AdamW>(layout, config, backend);
+  return std::make_unique<AdamW>(layout, std::move(rule), backend);
 }
 
 }  // namespace replica

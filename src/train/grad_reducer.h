@@ -67,10 +67,11 @@ class GradReducer {
   // bits), equal on every rank. Buffer math runs on `backend`.
   virtual double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                                  const Backend& backend) = 0;
-  // The optimizer (zero state) that updates what ReduceGradients leaves reduced; its element
-  // updates run on `backend`, which must outlive it.
+  // The optimizer (zero state) that updates what ReduceGradients leaves reduced with `rule`
+  // (optim/update_rule.h MakeUpdateRule: the reducer decides where the state lives, the rule what
+  // the update is); its element updates run on `backend`, which must outlive it.
   virtual std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout,
-                                                   const AdamWConfig& config,
+                                                   std::unique_ptr<const UpdateRule> rule,
                                                    const Backend& backend) = 0;
 };
 
@@ -86,7 +87,8 @@ class LocalGradReducer final : public GradReducer {
   int64_t SumTokens(int64_t local) override { return local; }
   double ReduceGradients(FlatBuffer& grads, TreeAccumulator::Scalars& scalars,
                          const Backend& backend) override;
-  std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout, const AdamWConfig& config,
+  std::unique_ptr<Optimizer> MakeOptimizer(const ParamLayout& layout,
+                                           std::unique_ptr<const UpdateRule> rule,
                                            const Backend& backend) override;
 
  private:

@@ -306,7 +306,8 @@ void TrainingRun::LoadOrInitState() {
                  reducer_.MakeParamStore(cfg_.model, backend), ChooseRecompute());
   const ParamLayout& layout = model_->layout();
   const OwnedParams owned = reducer_.Owned(*model_);
-  optimizer_ = reducer_.MakeOptimizer(layout, cfg_.optim, model_->backend());
+  optimizer_ =
+      reducer_.MakeOptimizer(layout, MakeUpdateRule(layout, cfg_.optim), model_->backend());
   const std::optional<Checkpoint>& ckpt = start_.checkpoint;
   if (ckpt) {
     // Each rank reads what it owns, from the shards that overlap it (any world size wrote them):

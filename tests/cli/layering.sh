@@ -3,7 +3,8 @@
 # from folders listed before it; and the "never" rules of §1 and §8:
 #  - model never includes train (nor anything above it), nor an ops implementation folder;
 #  - parallel never spells a model tensor's name (which tensors are matmul weights comes from the
-#    layout, model/layer_tensors.h);
+#    layout, model/layer_tensors.h), nor does the plan (run/plan.*: sizes come from the model's
+#    functions that allocate them);
 #  - run never includes the ops table, the registry or an op: only the config-value headers
 #    ops/precision.h, ops/rope_params.h and ops/cpu/isa.h (what compute.* and RoPE keys parse to);
 #  - nothing outside src/ops includes ops/cpu/cpu_bf16_backend.h, and no folder but ops names a
@@ -37,7 +38,7 @@ never() {  # never <what> <grep -E pattern> <paths...>: any match is a violation
   fi
 }
 never "model includes train or an ops implementation" '^#include "(train|parallel|eval|cli)/|^#include "ops/[a-z0-9_]+/' "$src/model"
-never "parallel spells a tensor name" '"[^"]*(_proj\.weight|model\.layers|embed_tokens|lm_head|layernorm|norm\.weight)[^"]*"' "$src/parallel"
+never "parallel or the plan spells a tensor name" '"[^"]*(_proj\.weight|model\.layers|embed_tokens|lm_head|layernorm|norm\.weight)[^"]*"' "$src/parallel" "$src"/run/plan.*
 run_ops=$(grep -rnoE '^#include "ops/[^"]+"' "$src/run" | grep -vE '"ops/(precision|rope_params|cpu/isa)\.h"' || true)
 [ -z "$run_ops" ] || { echo "layering: run includes ops beyond config values:"; echo "$run_ops" | sed "s#$src/##"; bad=1; }
 never "a backend chosen by type outside ops" 'cpu_bf16_backend\.h|CpuBf16Backend|CpuFp32Backend|dynamic_cast<const [A-Za-z]*Backend' \

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "ops/cpu/cpu_backend.h"
 #include "parallel/collectives.h"
+#include "parallel/owner_collectives.h"
 #include "parallel/shard_plan.h"
 #include "parallel/thread_group.h"
 #include "train/grad_accum.h"
@@ -235,7 +236,7 @@ TEST(Collectives, BroadcastAndGather) {
         shard[i] = static_cast<float>(plan.begin(comm.rank()) + i);
       }
       std::vector<float> full(comm.rank() == 0 ? n : 0);
-      GatherShards(comm, shard.data(), full.data(), plan);
+      GatherOwned(comm, plan, shard.data(), full.data());
       if (comm.rank() == 0) {
         for (size_t i = 0; i < n; ++i) ASSERT_EQ(full[i], static_cast<float>(i));
       }

@@ -83,7 +83,8 @@ void RunRank(Communicator* comm, int world, const Trajectory* from, int64_t firs
   std::unique_ptr<DataParallel> dp;
   if (comm != nullptr) dp = std::make_unique<DataParallel>(*comm, rc);
   GradReducer& reducer = dp ? static_cast<GradReducer&>(*dp) : local;
-  std::unique_ptr<Optimizer> optimizer = reducer.MakeOptimizer(model.layout(), rc.optim, CpuBackend());
+  std::unique_ptr<Optimizer> optimizer =
+      reducer.MakeOptimizer(model.layout(), MakeUpdateRule(model.layout(), rc.optim), CpuBackend());
   if (from != nullptr) {
     std::memcpy(model.params().data(), from->params.data(), from->params.size() * sizeof(float));
     optimizer->LoadState({Copy(from->m), Copy(from->v), from->adam_step});

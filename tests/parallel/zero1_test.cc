@@ -1,5 +1,7 @@
-// ZeRO-1 AdamW over R = 1, 2, 4, 8 ranks (threads) gives the parameters, m, v and step count of the
-// single-process AdamW bit for bit, and its state moves between world sizes through full buffers
+// The sharded optimizer (parallel/sharded_optimizer.h) under both gather policies gives the
+// parameters, m, v and step count of the single-process AdamW bit for bit: ZeRO-1
+// (kAllGatherParams) over R = 1, 2, 4, 8 ranks (threads), ZeRO-3 (kGatherOnUse, owned-range
+// buffers) over R = 1, 2, 3, 4; and its state moves between world sizes through full buffers
 // (SaveState / LoadState: what checkpoints hold).
 #include <gtest/gtest.h>
 
@@ -14,9 +16,11 @@
 #include "optim/optimizer.h"
 #include "parallel/collectives.h"
 #include "parallel/thread_group.h"
-#include "parallel/zero1.h"
+#include "parallel/owner_collectives.h"
+#include "parallel/sharded_optimizer.h"
 #include "train/grad_accum.h"
 #include "optim/adamw.h"
+#include "optim/shard_bounds.h"
 
 namespace replica::parallel {
 namespace {
@@ -73,6 +77,11 @@ AdamWConfig Config() {
   return c;
 }
 
+ShardedOptimizer Zero1(const ParamLayout& layout, Communicator& comm) {
+  return ShardedOptimizer(layout, MakeUpdateRule(layout, Config()),
+                          GatherPolicy::kAllGatherParams, comm, CpuBackend());
+}
+
 Result SingleProcess(const ParamLayout& layout) {
   Result res;
   res.params = InitParams(layout);
@@ -101,7 +110,7 @@ Result Distributed(const ParamLayout& layout, int world, const Result& start, in
   RunThreadGroup(world, [&](Communicator& comm) {
     FlatBuffer params(layout.total_floats());
     std::memcpy(params.data(), start.params.data(), params.size() * sizeof(float));
-    Zero1AdamW opt(layout, Config(), comm, CpuBackend());
+    ShardedOptimizer opt = Zero1(layout, comm);
     opt.LoadState({Copy(start.m), Copy(start.v), start.t});
     std::vector<double> norms;
     const int64_t local = kMicroBatches / world;
@@ -140,7 +149,7 @@ void ExpectSame(const FlatBuffer& a, const FlatBuffer& b, const char* what, int 
       << what << " differ with world " << world;
 }
 
-TEST(Zero1AdamW, BitIdenticalToSingleProcessForAnyWorld) {
+TEST(ShardedOptimizerZero1, BitIdenticalToSingleProcessForAnyWorld) {
   const ParamLayout layout = SmallLayout();
   const Result want = SingleProcess(layout);
   Result start;
@@ -160,9 +169,77 @@ TEST(Zero1AdamW, BitIdenticalToSingleProcessForAnyWorld) {
   }
 }
 
+// ZeRO-3: every rank holds only its owned range of the parameters (the master it was made over)
+// and of the summed gradient; nothing is gathered after a step. The owned ranges, gathered at the
+// end, are the single-process parameters, for world sizes that are not powers of two as well.
+TEST(ShardedOptimizerZero3, OwnedRangeUpdatesAreTheSingleProcessBits) {
+  const ParamLayout layout = SmallLayout();
+  const Result want = SingleProcess(layout);
+  for (int world : {1, 2, 3, 4}) {
+    Result got;
+    std::mutex mu;
+    RunThreadGroup(world, [&](Communicator& comm) {
+      const ShardPlan plan(layout.total_floats(), world);
+      const size_t lo = plan.begin(comm.rank()), n = plan.size(comm.rank());
+      const FlatBuffer init = InitParams(layout);
+      FlatBuffer master(n), owned_grads(n);
+      std::memcpy(master.data(), init.data() + lo, n * sizeof(float));
+      ShardedOptimizer opt(layout, MakeUpdateRule(layout, Config()), GatherPolicy::kGatherOnUse,
+                           comm, CpuBackend(), &master);
+      EXPECT_EQ(opt.Owned().params, master.data());
+      for (int s = 0; s < kSteps; ++s) {
+        TreeAccumulator acc(layout.total_floats(), kMicroBatches, CpuBackend());
+        FlatBuffer g;
+        for (int64_t j : MicroBatchOrder(kMicroBatches)) {
+          g = Leaf(layout, s, j);
+          acc.Add(g, {});
+        }
+        std::memcpy(owned_grads.data(), g.data() + lo, n * sizeof(float));
+        const double norm = GlobalGradNorm(g, CpuBackend());
+        opt.Step(master, owned_grads, 1e-2 * (s + 1), ClipCoefficient(norm, Config().max_grad_norm));
+      }
+      FlatBuffer whole(comm.rank() == 0 ? layout.total_floats() : 0);
+      GatherOwned(comm, plan, master.data(), comm.rank() == 0 ? whole.data() : nullptr);
+      const OptimizerState* full = opt.SaveState();
+      std::lock_guard<std::mutex> lock(mu);
+      if (comm.rank() == 0) {
+        got.params = std::move(whole);
+        got.m = Copy(full->m);
+        got.v = Copy(full->v);
+        got.t = full->step;
+      }
+    });
+    ExpectSame(got.params, want.params, "ZeRO-3 params", world);
+    ExpectSame(got.m, want.m, "ZeRO-3 Adam m", world);
+    ExpectSame(got.v, want.v, "ZeRO-3 Adam v", world);
+    EXPECT_EQ(got.t, want.t);
+  }
+}
+
+// Step refuses whole buffers under kGatherOnUse and owned ones under kAllGatherParams; ZeRO-1
+// refuses a world that is not a power of two.
+TEST(ShardedOptimizer, StepRefusesBuffersOfTheOtherPolicy) {
+  const ParamLayout layout = SmallLayout();
+  RunThreadGroup(2, [&](Communicator& comm) {
+    const ShardPlan plan(layout.total_floats(), 2);
+    FlatBuffer whole(layout.total_floats()), whole_g(layout.total_floats());
+    FlatBuffer owned(plan.size(comm.rank())), owned_g(plan.size(comm.rank()));
+    ShardedOptimizer z3(layout, MakeUpdateRule(layout, Config()), GatherPolicy::kGatherOnUse,
+                        comm, CpuBackend());
+    EXPECT_THROW(z3.Step(whole, whole_g, 1e-2, 1.0), Error);
+    ShardedOptimizer z1 = Zero1(layout, comm);
+    EXPECT_THROW(z1.Step(owned, owned_g, 1e-2, 1.0), Error);
+    EXPECT_EQ(z1.step(), 0);
+    EXPECT_EQ(z3.step(), 0);
+  });
+  RunThreadGroup(3, [&](Communicator& comm) {
+    EXPECT_THROW(Zero1(layout, comm), Error);
+  });
+}
+
 // Two steps on 4 ranks, gather the state (as a checkpoint would), continue on 1 rank: the same as
 // four steps on 4 ranks, and as four in one process.
-TEST(Zero1AdamW, StateMovesBetweenWorldSizes) {
+TEST(ShardedOptimizerZero1, StateMovesBetweenWorldSizes) {
   const ParamLayout layout = SmallLayout();
   const Result want = SingleProcess(layout);
   Result start;
@@ -177,22 +254,22 @@ TEST(Zero1AdamW, StateMovesBetweenWorldSizes) {
   ExpectSame(rest2.v, want.v, "Adam v after 4 -> 2", 2);
 }
 
-TEST(Zero1AdamW, ShardsSplitTheOptimizerState) {
+TEST(ShardedOptimizerZero1, ShardsSplitTheOptimizerState) {
   const ParamLayout layout = SmallLayout();
   std::mutex mu;
   size_t total = 0;
   RunThreadGroup(4, [&](Communicator& comm) {
-    Zero1AdamW opt(layout, Config(), comm, CpuBackend());
+    ShardedOptimizer opt = Zero1(layout, comm);
     std::lock_guard<std::mutex> lock(mu);
     total += opt.shard_end() - opt.shard_begin();
-    EXPECT_LE(opt.shard_end() - opt.shard_begin(), Zero1ShardFloats(layout.total_floats(), 4));
+    EXPECT_LE(opt.shard_end() - opt.shard_begin(), LargestShardFloats(layout.total_floats(), 4));
   });
   EXPECT_EQ(total, layout.total_floats());
 }
 
 // SaveState on R ranks gives rank 0 the full state of a single-process AdamW that took the same
 // steps; loading it on R' ranks and saving again returns it unchanged, for every pair of worlds.
-TEST(Zero1AdamW, SaveLoadRoundTripAcrossWorlds) {
+TEST(ShardedOptimizerZero1, SaveLoadRoundTripAcrossWorlds) {
   const ParamLayout layout = SmallLayout();
   const Result want = SingleProcess(layout);
   AdamW local(layout, Config(), CpuBackend());
@@ -204,7 +281,7 @@ TEST(Zero1AdamW, SaveLoadRoundTripAcrossWorlds) {
   for (int world : {1, 2, 4, 8}) {
     OptimizerState saved;
     RunThreadGroup(world, [&](Communicator& comm) {
-      Zero1AdamW opt(layout, Config(), comm, CpuBackend());
+      ShardedOptimizer opt = Zero1(layout, comm);
       opt.LoadState({Copy(want.m), Copy(want.v), want.t});
       EXPECT_EQ(opt.step(), want.t);
       const OptimizerState* full = opt.SaveState();
@@ -221,10 +298,10 @@ TEST(Zero1AdamW, SaveLoadRoundTripAcrossWorlds) {
   }
 }
 
-TEST(Zero1AdamW, LoadStateRefusesAnotherModelsState) {
+TEST(ShardedOptimizerZero1, LoadStateRefusesAnotherModelsState) {
   const ParamLayout layout = SmallLayout();
   RunThreadGroup(2, [&](Communicator& comm) {
-    Zero1AdamW opt(layout, Config(), comm, CpuBackend());
+    ShardedOptimizer opt = Zero1(layout, comm);
     EXPECT_THROW(opt.LoadState({FlatBuffer(layout.total_floats() - 16),
                                 FlatBuffer(layout.total_floats() - 16), 1}),
                  Error);
@@ -241,12 +318,12 @@ namespace {
 
 // Owned() is what a sharded checkpoint writes and reads back: this rank's shard range with its
 // own m and v storage; filling it and SetStep restore what LoadState would.
-TEST(Zero1AdamW, OwnedIsThisRanksShardOfTheState) {
+TEST(ShardedOptimizerZero1, OwnedIsThisRanksShardOfTheState) {
   const ParamLayout layout = SmallLayout();
   const Result want = SingleProcess(layout);
   for (int world : {1, 2, 4}) {
     RunThreadGroup(world, [&](Communicator& comm) {
-      Zero1AdamW loaded(layout, Config(), comm, CpuBackend()), filled(layout, Config(), comm, CpuBackend());
+      ShardedOptimizer loaded = Zero1(layout, comm), filled = Zero1(layout, comm);
       loaded.LoadState({Copy(want.m), Copy(want.v), want.t});
       const OwnedState a = loaded.Owned();
       EXPECT_EQ(a.begin, loaded.shard_begin());

@@ -105,7 +105,8 @@ void RunRank(Communicator* comm, bool tied, const Trajectory* from, int64_t firs
   GradReducer& reducer = zero3 ? static_cast<GradReducer&>(*zero3) : local;
   Olmo3Model model(rc.model, kMicro, kSeq, backend, reducer.MakeParamStore(rc.model, backend),
                    variant.recompute);
-  std::unique_ptr<Optimizer> optimizer = reducer.MakeOptimizer(model.layout(), rc.optim, backend);
+  std::unique_ptr<Optimizer> optimizer =
+      reducer.MakeOptimizer(model.layout(), MakeUpdateRule(model.layout(), rc.optim), backend);
   const OwnedParams owned = reducer.Owned(model);
   if (from != nullptr) {
     std::memcpy(owned.buffer->data(), from->params.data() + owned.begin,
@@ -468,7 +469,8 @@ TEST(Zero3, SequentialAccumulationDiffersFromTheTree) {
   LocalGradReducer tree("tree");
   Olmo3Model model(rc.model, kMicro, kSeq, CpuBackend());
   InitParams(model.layout(), model.params(), {.seed = 5, .std = 0.02});
-  std::unique_ptr<Optimizer> adam = tree.MakeOptimizer(model.layout(), rc.optim, CpuBackend());
+  std::unique_ptr<Optimizer> adam =
+      tree.MakeOptimizer(model.layout(), MakeUpdateRule(model.layout(), rc.optim), CpuBackend());
   SkipStepRule skip(rc.train.skip_step);
   TrainStep step(model, tree, *adam, skip, kMicro, 1e-5);
   std::vector<int32_t> ids, labels;

@@ -25,7 +25,7 @@
 #include "optim/skip_step.h"
 #include "parallel/thread_group.h"
 #include "parallel/collectives.h"
-#include "parallel/zero1.h"
+#include "parallel/sharded_optimizer.h"
 #include "testing/util.h"
 #include "train/grad_accum.h"
 #include "train/grad_reducer.h"
@@ -340,7 +340,8 @@ std::pair<FlatBuffer, FlatBuffer> RunZero1(const Backend& backend, const ParamLa
     }
     AdamWConfig ac;
     ac.no_decay = {};
-    parallel::Zero1AdamW opt(layout, ac, comm, backend);
+    parallel::ShardedOptimizer opt(layout, MakeUpdateRule(layout, ac),
+                                   parallel::GatherPolicy::kAllGatherParams, comm, backend);
     opt.LoadState(OptimizerState{std::move(m0), std::move(v0), 3});
     TreeAccumulator acc(n, 2, backend);
     FlatBuffer g(n);
