@@ -38,7 +38,7 @@ def check_case(name, replica, work, emit):
     msg = pa.olmo_core_refusal(name)
     refused = msg is not None and "doesn't support intra-document masking" in msg
     emit(name, "OLMo-core train_batch with doc_lens on CPU (torch backend)", msg or "ran",
-         "refuses intra-document masking (flash/TE backends need a GPU)", refused)
+         "refuses intra-document masking (its flash backends, which take it, need a GPU)", refused)
 
     start = time.time()
     r = pa.olmo_core_per_document(name)

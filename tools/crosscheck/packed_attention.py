@@ -1,7 +1,7 @@
 """Packed rows (intra-document masking, OLMo-core's cu_doc_lens) through the reference stack.
 
 OLMo-core 3.0.0's attention backends are torch (SDPA), flash_2, flash_3, flash_4 and te; only the
-flash and TE ones take cu_doc_lens, and they need a CUDA GPU. Its torch backend, the one that runs
+flash ones take cu_doc_lens (TE refuses it as well), and they need a CUDA GPU. Its torch backend, the one that runs
 on a CPU, raises "doesn't support intra-document masking" when a batch carries doc_lens
 (olmo_core_refusal shows it). With intra-document masking OLMo-core's model computes every document
 as if it were alone (attention within the document; RotaryEmbedding given cu_doc_lens restarts the
