@@ -11,11 +11,16 @@
 // GEMM's peak (the mode in use), and against the nominal peak of the ISA (FLOP/cycle/core ×
 // core clock × threads) in both modes; the clock is measured and checked against cpuid 0x16 and
 // /proc/cpuinfo (ops/cpu/core_clock.h), and both the figure used and its references are printed.
+// --doc-lens L1,L2,... packs every row with documents of those lengths (cycled, the one at a row's
+// end cut there) and runs the step with their cu_doc_lens (intra-document masking, RoPE per
+// document); FLOPs/token and MFU still count causal attention over whole rows.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "cli/command.h"
@@ -45,8 +50,39 @@ struct BenchArgs {
   int threads = 0;
   bool json = false;
   std::string recompute = "none";
+  std::string doc_lens;  // comma-separated document lengths, cycled over each row; empty: none
   replica::cli::ComputeFlags compute;
 };
+
+// cu_doc_lens of B rows of T packed with documents of the lengths in `spec` ("L1,L2,...", each
+// >= 1), cycled from the first in every row, the last document of a row cut at its end.
+std::vector<int32_t> PackedRows(const std::string& spec, int64_t B, int64_t T) {
+  std::vector<int64_t> lens;
+  std::stringstream in(spec);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    replica::Require(used == item.size() && !item.empty() && v >= 1,
+                     "--doc-lens: '{}' is not a document length >= 1 (in '{}')", item, spec);
+    lens.push_back(v);
+  }
+  replica::Require(!lens.empty(), "--doc-lens: no lengths in '{}'", spec);
+  std::vector<int32_t> cu{0};
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t t = 0;
+    for (size_t k = 0; t < T; k = (k + 1) % lens.size()) {
+      t = std::min(T, t + lens[k]);
+      cu.push_back(static_cast<int32_t>(b * T + t));
+    }
+  }
+  return cu;
+}
 
 int RunBench(const BenchArgs& a) {
   using replica::Require;
@@ -59,6 +95,10 @@ int RunBench(const BenchArgs& a) {
   const replica::ComputeSettings compute = a.compute.Apply();
   replica::SetNumThreads(a.threads);
   const int64_t B = a.batch, T = a.seq, N = B * T;
+  const std::vector<int32_t> cu =
+      a.doc_lens.empty() ? std::vector<int32_t>{} : PackedRows(a.doc_lens, B, T);
+  const int32_t* docs = cu.empty() ? nullptr : cu.data();
+  const int64_t num_docs = static_cast<int64_t>(cu.size());
 
   const replica::Recompute recompute = replica::ParseRecompute(a.recompute, "--recompute");
   replica::Olmo3Model model(config, B, T, a.compute.SelectBackend(compute), recompute);
@@ -87,7 +127,7 @@ int RunBench(const BenchArgs& a) {
     const replica::Bf16WeightScope bf16_weights;  // one bf16 copy of each weight per step
     model.grads().Zero();
     replica::CrossEntropySums sums =
-        model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5);
+        model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5, docs, num_docs);
     auto t1 = replica::Clock::now();
     const double norm = replica::GlobalGradNorm(model.grads(), model.backend());
     adamw.Step(model.params(), model.grads(), 3e-4,
@@ -167,6 +207,8 @@ int RunBench(const BenchArgs& a) {
     j["compute"] = compute.ToJson();
     j["batch"] = B;
     j["seq"] = T;
+    j["doc_lens"] = a.doc_lens.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(a.doc_lens);
+    j["documents"] = cu.empty() ? B : num_docs - 1;
     j["steps"] = a.steps;
     j["threads"] = replica::NumThreads();
     j["step_times_s"] = times;
@@ -202,6 +244,9 @@ int RunBench(const BenchArgs& a) {
                 static_cast<long>(B), static_cast<long>(T),
                 replica::Plural(replica::NumThreads(), "thread").c_str(),
                 replica::Plural(a.steps, "step").c_str(), static_cast<long>(a.warmup));
+    if (!cu.empty())
+      std::printf("  packed rows         %ld documents of lengths %s (cycled per row)\n",
+                  static_cast<long>(num_docs - 1), a.doc_lens.c_str());
     std::printf("  step time (median)  %.4f s   (forward + backward %.4f s, clip + AdamW %.4f s)\n",
                 step, fwd_bwd, step - fwd_bwd);
     std::printf("  tokens/s            %.1f\n", tokens_per_s);
@@ -249,6 +294,9 @@ replica::cli::CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--recompute", a->recompute,
                      "activation recomputation: none (default) | mlp | full (docs/memory.md)");
+      app.add_option("--doc-lens", a->doc_lens,
+                     "pack each row with documents of these lengths (L1,L2,..., cycled; the last "
+                     "cut at the row end) and mask attention to each document");
       app.add_flag("--json", a->json, "print JSON on stdout");
       a->compute.Add(app);
       return [a] { return RunBench(*a); };

@@ -19,6 +19,7 @@
 #include "hf/hf_weights.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
+#include "ops/document_mask.h"
 #include "ops/registry.h"
 
 namespace replica {
@@ -138,6 +139,26 @@ ParityReport RunParity(const ParityOptions& o) {
   } else {  // next-token labels, as transformers' model(input_ids, labels=input_ids)
     for (int64_t i = 0; i < N; ++i) labels[i] = (i % T == T - 1) ? kIgnoreLabel : ids[i + 1];
   }
+  // Packed rows: OLMo-core's cumulative document lengths over the B·T positions.
+  std::vector<int32_t> cu;
+  if (const TensorInfo* cu_info = ref.Find("cu_doc_lens")) {
+    Require(cu_info->shape.size() == 1 && cu_info->shape[0] >= 2,
+            "{}: tensor 'cu_doc_lens' has shape {}, expected [n] with n >= 2 (0, ..., B*T)",
+            ref.path(), ShapeString(cu_info->shape));
+    const std::vector<int64_t> raw = ref.ReadI64("cu_doc_lens");
+    for (size_t i = 0; i < raw.size(); ++i) {
+      Require(raw[i] >= 0 && raw[i] <= N, "{}: cu_doc_lens[{}] = {} is outside [0, B*T = {}]",
+              ref.path(), i, raw[i], N);
+      cu.push_back(static_cast<int32_t>(raw[i]));
+    }
+    try {
+      ValidateDocumentLengths(cu.data(), static_cast<int64_t>(cu.size()), B, T);
+    } catch (const Error& e) {
+      Fail("{}: tensor 'cu_doc_lens': {}", ref.path(), e.what());
+    }
+  }
+  const int32_t* docs = cu.empty() ? nullptr : cu.data();
+  const int64_t num_docs = static_cast<int64_t>(cu.size());
 
   Olmo3Model model(config, B, T, SelectBackend(o.device, o.precision));
   if (ckpt)
@@ -146,7 +167,7 @@ ParityReport RunParity(const ParityOptions& o) {
     LoadHfWeights(o.model_dir, model.layout(), model.params());
 
   std::vector<float> logits(static_cast<size_t>(N * V));
-  model.ForwardLogits(ids.data(), B, T, logits.data());
+  model.ForwardLogits(ids.data(), B, T, logits.data(), docs, num_docs);
   const std::vector<float> ref_logits = ref.ReadF32("logits");
 
   std::vector<RowStats> rows(static_cast<size_t>(N));
@@ -166,6 +187,7 @@ ParityReport RunParity(const ParityOptions& o) {
   ParityReport rep;
   rep.options = o;
   rep.positions = N;
+  rep.documents = num_docs > 0 ? num_docs - 1 : 0;
   int64_t agree = 0;
   double ce_ref_sum = 0, lse_sq_ref_sum = 0;
   for (int64_t i = 0; i < N; ++i) {
@@ -189,7 +211,7 @@ ParityReport RunParity(const ParityOptions& o) {
             ref.path());
     model.grads().Zero();
     sums = model.ForwardBackward(ids.data(), labels.data(), B, T, 1.0 / static_cast<double>(n),
-                                 o.z_loss_multiplier);
+                                 o.z_loss_multiplier, docs, num_docs);
     // Per tensor: squared norms of the difference and of the reference, in double.
     std::vector<double> num(layout.views().size()), den(layout.views().size());
     double num_all = 0, den_all = 0;
@@ -221,7 +243,7 @@ ParityReport RunParity(const ParityOptions& o) {
     rep.grad_max_rel_err = worst;
     rep.grad_global_rel_err = relative(std::sqrt(num_all), norm_all);
   } else {
-    sums = model.ForwardLoss(ids.data(), labels.data(), B, T);
+    sums = model.ForwardLoss(ids.data(), labels.data(), B, T, docs, num_docs);
   }
   rep.loss_tokens = sums.tokens;
   rep.loss = sums.tokens > 0 ? sums.ce_sum / static_cast<double>(sums.tokens) : NAN;
@@ -433,6 +455,7 @@ nlohmann::ordered_json ParityReport::ToJson() const {
   if (!options.compute.is_null()) j["compute"] = options.compute;
   j["model"] = options.model_dir;
   j["reference"] = options.reference_path;
+  j["documents"] = documents;  // 0: no cu_doc_lens in the dump (one sequence per row)
   if (!input.empty()) j["input"] = input;
   j["hint"] = hint.empty() ? json(nullptr) : json(hint);
   return j;
@@ -441,6 +464,8 @@ nlohmann::ordered_json ParityReport::ToJson() const {
 std::string ParityReport::ToText() const {
   std::string s = fmt::format("parity of {} ({}) against {} ({} positions)\n", options.model_dir,
                               PrecisionName(options.precision), options.reference_path, positions);
+  if (documents > 0)
+    s += fmt::format("  packed rows         {} documents (the dump's cu_doc_lens)\n", documents);
   s += fmt::format("  KL(ref || model)    mean {:.3e}  max {:.3e}   (max allowed {:.1e})\n", kl_mean,
                    kl_max, options.max_kl);
   s += fmt::format("  top-1 agreement     {:.6f}                (min {})\n", top1_agreement,

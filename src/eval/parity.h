@@ -4,7 +4,9 @@
 // loss (F64 scalar, mean CE), optional z_loss (F64 scalar, mean lse² over the labels, no multiplier)
 // and, for gradient parity, grad.<HF name> for every parameter: of the mean CE, or with
 // z_loss_multiplier > 0 of OLMo-core's training objective mean(CE) + z_loss_multiplier·mean(lse²),
-// computed as the trainer computes it.
+// computed as the trainer computes it. An optional cu_doc_lens [n] (I64/I32) makes the rows packed:
+// OLMo-core's cumulative document lengths over the B·T positions (ops/document_mask.h), with which
+// the model computes every document alone (Olmo3Model::ForwardBackward).
 // Every statistic is computed in double. A dump that does not fit the model is an Error naming
 // the tensor and the expected shape; thresholds only decide `pass`.
 #pragma once
@@ -39,6 +41,7 @@ struct ParityOptions {
 
 struct ParityReport {
   int64_t positions = 0;
+  int64_t documents = 0;  // of a dump with cu_doc_lens (its entries - 1); 0 without
   double kl_mean = 0, kl_max = 0;  // D_KL(P_ref ‖ P_model) per position, nats
   double top1_agreement = 0;
   double max_abs_logit_diff = 0;

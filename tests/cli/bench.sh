@@ -59,4 +59,13 @@ echo "$text" | grep -q "core clock .*GHz.*/proc/cpuinfo.*cpuid 0x16" || fail "te
 [ $? -eq 2 ] || fail "--batch 0: expected exit 2"
 "$BIN" bench --model-config "$ROOT/no/such/config.json" --steps 1 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "missing config: expected exit 2"
+# --doc-lens: packed rows (cycled lengths, the last cut at the row end), and bad lengths exit 2.
+packed=$("$BIN" bench --model-config "$CFG" --batch 2 --seq 8 --steps 1 --warmup 0 --threads 2 \
+  --peak-size 64 --doc-lens 3,1 --json) || fail "bench --doc-lens"
+echo "$packed" | jq -e '.documents == 8 and .doc_lens == "3,1"' >/dev/null \
+  || fail "--doc-lens 3,1 over 2 x 8: expected 8 documents: $(echo "$packed" | jq -c '[.documents, .doc_lens]')"
+for bad in 0 3,x 2,-1 ,; do
+  "$BIN" bench --model-config "$CFG" --batch 1 --seq 8 --steps 1 --doc-lens "$bad" >/dev/null 2>"$tmpd/err"
+  [ $? -eq 2 ] && grep -q -- "--doc-lens" "$tmpd/err" || fail "--doc-lens '$bad': expected exit 2 naming it"
+done
 echo "bench.sh: all checks passed"
