@@ -52,8 +52,6 @@ struct MicroBatch {
   const int32_t* input_ids;
   const int32_t* labels;
   int64_t rows, seq_len;
-  const int32_t* cu_doc_lens = nullptr;
-  int64_t num_cu_doc_lens = 0;
 };
 
 // This rank's share of one global batch.
