@@ -173,7 +173,9 @@ int RunBench(const BenchArgs& a) {
   if (!nominal.clock.note.empty())
     REPLICA_LOG_WARN("core clock: {}", nominal.clock.Describe());
   const double tokens_per_s = static_cast<double>(N) / step;
-  const double flops_per_token = config.FlopsPerToken(T);
+  // Packed rows: attention FLOPs of the keys each token sees within its document.
+  const double flops_per_token =
+      cu.empty() ? config.FlopsPerToken(T) : config.FlopsPerTokenOfDocuments(docs, num_docs);
   const double achieved = flops_per_token * tokens_per_s / 1e9;
   const double mfu = achieved * 1e9 / peak.flops_per_s;
   const double mfu_nominal = achieved * 1e9 / nominal.flops_per_s;

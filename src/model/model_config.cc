@@ -645,4 +645,20 @@ double ModelConfig::FlopsPerToken(int64_t seq_len) const {
          12.0 * static_cast<double>(num_heads * head_dim) * visible / static_cast<double>(seq_len);
 }
 
+double ModelConfig::FlopsPerTokenOfDocuments(const int32_t* cu_doc_lens, int64_t n) const {
+  Require(n >= 2 && cu_doc_lens[0] == 0 && cu_doc_lens[n - 1] > 0,
+          "FlopsPerTokenOfDocuments: expected cu_doc_lens from 0 to the positions, got {} entries",
+          n);
+  const int64_t matmul_params = NumParams() - (tie_word_embeddings ? 0 : vocab_size * hidden_size);
+  double visible = 0;
+  for (int64_t d = 0; d + 1 < n; ++d) {
+    const int64_t len = cu_doc_lens[d + 1] - cu_doc_lens[d];
+    Require(len >= 0, "FlopsPerTokenOfDocuments: cu_doc_lens decreases at entry {}", d + 1);
+    for (int64_t l = 0; l < num_layers; ++l) visible += static_cast<double>(SumVisible(l, len));
+  }
+  return 6.0 * static_cast<double>(matmul_params) +
+         12.0 * static_cast<double>(num_heads * head_dim) * visible /
+             static_cast<double>(cu_doc_lens[n - 1]);
+}
+
 }  // namespace replica

@@ -85,6 +85,10 @@ struct ModelConfig {
   // docs/design.md §6: 6·(params excluding the input embedding) + window-aware attention, per token
   // averaged over a sequence of length T.
   double FlopsPerToken(int64_t seq_len) const;
+  // The same for rows packed with documents: OLMo-core's cu_doc_lens[0, n) (0 first) over the
+  // rows' positions, attention within each document, so its term counts the keys each token sees
+  // in its document (SumVisible of each document's length), averaged over all positions.
+  double FlopsPerTokenOfDocuments(const int32_t* cu_doc_lens, int64_t n) const;
 };
 
 // The resolved settings as a JSON object (every field, defaults filled in), for plans and logs.

@@ -493,10 +493,17 @@ StepRecord TrainingRun::TrainOneStep() {
     sum_step_s_ += r.seconds;
   }
   r.tokens_per_s = static_cast<double>(step_tokens) / r.seconds;
+  // Packed rows attend within each document: the attention term counts the keys this rank's
+  // tokens see there (the other ranks' batches are taken to be alike).
+  const double flops_per_token =
+      batch.cu_doc_lens.empty()
+          ? flops_per_token_
+          : cfg_.model.FlopsPerTokenOfDocuments(batch.cu_doc_lens.data(),
+                                                static_cast<int64_t>(batch.cu_doc_lens.size()));
   // R ranks run on R times the hardware whose GEMM rate `peak` is (one process's).
-  r.mfu = flops_per_token_ * r.tokens_per_s / (peak_ * static_cast<double>(opt_.world));
+  r.mfu = flops_per_token * r.tokens_per_s / (peak_ * static_cast<double>(opt_.world));
   r.mfu_nominal =
-      flops_per_token_ * r.tokens_per_s / (nominal_peak_ * static_cast<double>(opt_.world));
+      flops_per_token * r.tokens_per_s / (nominal_peak_ * static_cast<double>(opt_.world));
   ++steps_run_;
   sum_tps_ += r.tokens_per_s;
   sum_mfu_ += r.mfu;

@@ -166,6 +166,24 @@ TEST(ModelConfig, BenchShapesLoad) {
           << T;
 }
 
+// Packed documents: the attention term counts each document's own keys (brute force over
+// positions within documents); one document of the whole row is FlopsPerToken.
+TEST(ModelConfig, FlopsPerTokenOfDocuments) {
+  auto s = ModelConfig::FromHfFile(kData + "/bench-shapes/bench-S/config.json");
+  const std::vector<int32_t> whole = {0, 1024};
+  EXPECT_DOUBLE_EQ(s.FlopsPerTokenOfDocuments(whole.data(), 2), s.FlopsPerToken(1024));
+  const std::vector<int32_t> cu = {0, 700, 701, 1024, 1024 + 600, 2048};  // two rows of 1024
+  double visible = 0;
+  for (size_t d = 0; d + 1 < cu.size(); ++d)
+    visible += BruteVisible(s, cu[d + 1] - cu[d]);
+  EXPECT_DOUBLE_EQ(s.FlopsPerTokenOfDocuments(cu.data(), static_cast<int64_t>(cu.size())),
+                   6.0 * static_cast<double>(s.NumParams() - s.vocab_size * s.hidden_size) +
+                       12.0 * s.num_heads * s.head_dim * visible / 2048);
+  EXPECT_LT(s.FlopsPerTokenOfDocuments(cu.data(), 6), s.FlopsPerToken(1024));
+  EXPECT_THAT(ErrorOf([&] { s.FlopsPerTokenOfDocuments(whole.data(), 1); }),
+              HasSubstr("cu_doc_lens"));
+}
+
 TEST(ModelConfig, VisibleAndWindow) {
   auto c = ModelConfig::FromHfFile(kData + "/olmo3/tiny-mha/config.json");
   EXPECT_EQ(c.Window(0), 16);
