@@ -48,18 +48,13 @@ std::optional<ContextParallelPlan> PlanContextParallel(const RunConfig& c,
   for (int64_t dp = 1; dp <= I; ++dp) {
     const int64_t world = d * dp;
     if (!WorldProblem(c, dp).empty() || !WorldProblem(slice, world).empty()) continue;
+    // The slice's plan fits what the budget leaves beside the gathered K and V.
     const uint64_t budget = MemoryBudget(c, memory, world);
-    std::vector<Recompute> candidates = {Recompute::kNone, Recompute::kMlp, Recompute::kFull};
-    if (c.train.recompute != "auto")
-      candidates = {ParseRecompute(c.train.recompute, "config key 'train.recompute'")};
     bool fits = false;
-    Recompute policy = candidates.back();
-    for (Recompute r : candidates)
-      if (at(world, r).total() <= budget) {
-        fits = true;
-        policy = r;
-        break;
-      }
+    const Recompute policy =
+        ResolveRecompute(slice, footprint, world,
+                         budget > p.kv_gather_bytes ? budget - p.kv_gather_bytes : 0, &fits);
+    fits = fits && budget > p.kv_gather_bytes;
     const uint64_t bytes = at(world, policy).total();
     if (fits) {
       f.world = world;
@@ -89,21 +84,10 @@ std::optional<ContextParallelPlan> PlanContextParallel(const RunConfig& c,
 }
 
 nlohmann::json ContextParallelPlan::ToJson() const {
-  nlohmann::json smallest = {{"world", smallest_world.world == 0
-                                           ? nlohmann::json(nullptr)
-                                           : nlohmann::json(smallest_world.world)},
-                             {"searched_up_to", smallest_world.searched}};
-  if (smallest_world.world > 0) {
-    smallest["recompute"] = RecomputeName(smallest_world.recompute);
-    smallest["memory_per_rank_bytes"] = smallest_world.bytes;
-  } else {
-    smallest["least_memory_per_rank_bytes"] = smallest_world.least_bytes;
-    smallest["least_memory_world"] = smallest_world.least_world;
-  }
   return {{"degree", degree},
           {"implemented", false},
           {"tokens_per_rank", tokens_per_rank},
-          {"smallest_world", smallest},
+          {"smallest_world", smallest_world.ToJson()},
           {"memory_per_rank_bytes", memory.total()},
           {"memory_breakdown_bytes", memory.ToJson()},
           {"kv_gather_bytes", kv_gather_bytes},

@@ -296,22 +296,25 @@ nlohmann::json MemoryPlan::ToJson() const {
           {"runtime", runtime}};
 }
 
+nlohmann::json WorldFit::ToJson() const {
+  nlohmann::json j = {{"world", world == 0 ? nlohmann::json(nullptr) : nlohmann::json(world)},
+                      {"searched_up_to", searched}};
+  if (world > 0) {
+    j["recompute"] = RecomputeName(recompute);
+    j["memory_per_rank_bytes"] = bytes;
+  } else {
+    j["least_memory_per_rank_bytes"] = least_bytes;
+    j["least_memory_world"] = least_world;
+  }
+  return j;
+}
+
 nlohmann::json RunPlan::ToJson() const {
   nlohmann::json lr = nlohmann::json::object();
   for (const auto& [s, v] : lr_at) lr[std::to_string(s)] = v;
   nlohmann::json by_policy = nlohmann::json::object();
   for (const auto& [k, v] : total_by_recompute) by_policy[k] = v;
-  nlohmann::json smallest = {{"world", smallest_world.world == 0
-                                           ? nlohmann::json(nullptr)
-                                           : nlohmann::json(smallest_world.world)},
-                             {"searched_up_to", smallest_world.searched}};
-  if (smallest_world.world > 0) {
-    smallest["recompute"] = RecomputeName(smallest_world.recompute);
-    smallest["memory_per_rank_bytes"] = smallest_world.bytes;
-  } else {
-    smallest["least_memory_per_rank_bytes"] = smallest_world.least_bytes;
-    smallest["least_memory_world"] = smallest_world.least_world;
-  }
+  nlohmann::json smallest = smallest_world.ToJson();
   if (const WorldFit& g = smallest_world_without_prefetch; g.world > 0) {
     smallest["without_prefetch"] = {{"world", g.world},
                                     {"recompute", RecomputeName(g.recompute)},

@@ -67,6 +67,9 @@ struct WorldFit {
   int64_t searched = 0;      // the largest world size tried (the global batch in instances)
   uint64_t least_bytes = 0;  // when none fits: the least memory per rank at any world size
   int64_t least_world = 0;   //   and where
+  // {"world" (null when none fits), "searched_up_to", then "recompute" and
+  // "memory_per_rank_bytes", or "least_memory_per_rank_bytes" and "least_memory_world"}
+  nlohmann::json ToJson() const;
 };
 
 struct RunPlan {
