@@ -17,6 +17,7 @@
 #include "core/threads.h"
 #include "model/document_rope.h"
 #include "model/olmo3.h"
+#include "testing/random_model.h"
 #include "ops/cpu/rope.h"
 #include "ops/registry.h"
 
@@ -45,15 +46,7 @@ ModelConfig PackedConfig() {
   return c;
 }
 
-void RandomInit(Olmo3Model& m, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n01(0.0f, 1.0f);
-  for (const ParamView& v : m.layout().views()) {
-    float* p = m.params().data() + v.offset;
-    const bool norm = v.shape.size() == 1;
-    for (size_t i = 0; i < v.numel; ++i) p[i] = norm ? 1.0f + 0.1f * n01(rng) : 0.3f * n01(rng);
-  }
-}
+using test::RandomInit;
 
 constexpr int64_t kB = 2, kT = 24;
 // Row 0: a single token, a document shorter than the window, longer ones; row 1: one document.

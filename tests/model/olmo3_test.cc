@@ -3,6 +3,7 @@
 // correct gradients (finite differences on the whole model), results are bit-identical for any
 // thread count, and ForwardLoss agrees with ForwardBackward.
 #include "model/olmo3.h"
+#include "testing/random_model.h"
 
 #include <gtest/gtest.h>
 
@@ -333,15 +334,7 @@ ModelConfig SmallConfig(int64_t H, int64_t KV, bool tied) {
   return c;
 }
 
-void RandomInit(Olmo3Model& m, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n01(0.0f, 1.0f);
-  for (const ParamView& v : m.layout().views()) {
-    float* p = m.params().data() + v.offset;
-    const bool norm = v.shape.size() == 1;
-    for (size_t i = 0; i < v.numel; ++i) p[i] = norm ? 1.0f + 0.1f * n01(rng) : 0.3f * n01(rng);
-  }
-}
+using test::RandomInit;
 
 struct FdCase {
   int64_t H, KV;

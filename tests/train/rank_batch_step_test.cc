@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "model/olmo3.h"
+#include "testing/random_model.h"
 #include "optim/adamw.h"
 #include "optim/skip_step.h"
 #include "ops/registry.h"
@@ -41,15 +42,7 @@ ModelConfig SmallConfig() {
   return c;
 }
 
-void RandomInit(Olmo3Model& m, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n01(0.0f, 1.0f);
-  for (const ParamView& v : m.layout().views()) {
-    float* p = m.params().data() + v.offset;
-    const bool norm = v.shape.size() == 1;
-    for (size_t i = 0; i < v.numel; ++i) p[i] = norm ? 1.0f + 0.1f * n01(rng) : 0.3f * n01(rng);
-  }
-}
+using test::RandomInit;
 
 constexpr int64_t kRows = 4, kT = 20;
 constexpr double kZLoss = 1e-4, kLr = 1e-3;
