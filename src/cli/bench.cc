@@ -235,7 +235,7 @@ int RunBench(const BenchArgs& a) {
                       {"median_trial_gflops", peak.median_trial_flops_per_s / 1e9},
                       {"cached_gflops", peak.cached_flops_per_s / 1e9},
                       {"cache", peak.cache_path}};
-    if (compute.precision == replica::Precision::kBf16)
+    if (replica::MatmulOperands(compute.precision) == replica::Precision::kBf16)
       j["peak_gemm"]["bf16_gflops"] = peak.flops_per_s / 1e9;
     j["model_config"] = a.config_path;
     std::printf("%s\n", j.dump(2).c_str());
@@ -256,7 +256,7 @@ int RunBench(const BenchArgs& a) {
     std::printf("  achieved            %.2f GFLOP/s\n", achieved);
     std::printf("  peak fp32 GEMM      %s (%ld^3)\n", fp32_peak.Describe().c_str(),
                 static_cast<long>(fp32_peak.n));
-    if (compute.precision == replica::Precision::kBf16)
+    if (replica::MatmulOperands(compute.precision) == replica::Precision::kBf16)
       std::printf("  peak bf16 GEMM      %s (%ld^3, %s)\n", peak.Describe().c_str(),
                   static_cast<long>(peak.n),
                   replica::Bf16GemmRouteName(replica::ActiveBf16GemmRoute()));
@@ -266,7 +266,7 @@ int RunBench(const BenchArgs& a) {
                 mfu_nominal, nominal.flops_per_s / 1e9, nominal.flops_per_cycle_per_core,
                 nominal.clock_hz / 1e9, nominal.cores);
     std::printf("  core clock          %s\n", nominal.clock.Describe().c_str());
-    if (compute.precision == replica::Precision::kBf16)
+    if (replica::MatmulOperands(compute.precision) == replica::Precision::kBf16)
       std::printf("  bf16 weight copies  %.0f per step (ops/cpu/bf16_weights.h)\n",
                   weight_conversions_per_step);
     std::printf("time by kind over the %ld timed steps:\n%s", static_cast<long>(a.steps),

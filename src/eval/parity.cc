@@ -285,7 +285,7 @@ std::string StoredDtype(const ModelWeights& w) {
 std::string Bf16Hint(const ModelWeights& a, const ModelWeights& b, const ModelParityOptions& o) {
   const std::string da = StoredDtype(a), db = StoredDtype(b);
   const bool bf16_weights = (da == "BF16") != (db == "BF16");
-  const bool bf16_compute = o.precision == Precision::kBf16;
+  const bool bf16_compute = MatmulOperands(o.precision) == Precision::kBf16;
   if (!bf16_weights && !bf16_compute) return "";
   const std::string why =
       bf16_weights ? fmt::format("--model stores its weights as {} and --against as {}", da, db)

@@ -264,7 +264,7 @@ void GemmBf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, co
 void Gemm(Precision precision, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
           int64_t ldc, GemmB b_kind) {
-  if (precision == Precision::kBf16) {
+  if (MatmulOperands(precision) == Precision::kBf16) {
     GemmBf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, b_kind);
   } else {
     Sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

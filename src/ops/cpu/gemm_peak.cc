@@ -44,6 +44,7 @@ std::string CpuModel() {
 // fp32 keys name the BLAS kernel; bf16 keys the bf16 GEMM route in use (onednn-amx,
 // onednn-avx512bf16, emulated).
 std::string CacheKey(int64_t n, Precision precision) {
+  precision = MatmulOperands(precision);
   const char* core = openblas_get_corename();
   const std::string key = fmt::format("{} | {} threads | n {} | OpenBLAS {}", CpuModel(),
                                       NumThreads(), n, core ? core : "?");
@@ -111,7 +112,7 @@ GemmPeak MeasureGemmPeak(const GemmPeakOptions& o) {
   GemmPeak p;
   p.n = n;
   p.trials = o.trials;
-  p.precision = o.precision;
+  p.precision = MatmulOperands(o.precision);
   p.measured_flops_per_s = flops / *std::min_element(trial_best.begin(), trial_best.end());
   std::nth_element(trial_best.begin(), trial_best.begin() + trial_best.size() / 2,
                    trial_best.end());
@@ -161,6 +162,7 @@ std::string GemmPeak::Describe() const {
 }
 
 double FlopsPerCyclePerCore(Isa isa, Precision precision) {
+  precision = MatmulOperands(precision);
   if (isa == Isa::kAmx && precision == Precision::kBf16) return 1024;
   // AMD before Zen 5 runs a 512-bit instruction on both 256-bit pipes (isa.h HalfWidthAvx512).
   const double width = isa >= Isa::kAvx512 && DetectCpu().HalfWidthAvx512() ? 0.5 : 1.0;
