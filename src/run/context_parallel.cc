@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/byte_size.h"
+#include "ops/precision.h"
 
 namespace replica {
 namespace {
@@ -28,7 +29,11 @@ std::optional<ContextParallelPlan> PlanContextParallel(const RunConfig& c,
   const uint64_t mu = static_cast<uint64_t>(c.train.micro_batch_instances);
   const uint64_t T = static_cast<uint64_t>(c.data.seq_len);
   const uint64_t kvd = static_cast<uint64_t>(m.num_kv_heads * m.head_dim);
-  const uint64_t width = c.compute.precision == "bf16" ? 2 : 4;
+  const uint64_t width =
+      MatmulOperands(ParsePrecision(c.compute.precision, "config key 'compute.precision'")) ==
+              Precision::kBf16
+          ? 2
+          : 4;
 
   ContextParallelPlan p;
   p.degree = d;

@@ -505,10 +505,14 @@ void Importer::DecideRest(Decided& d) {
   if (r_.save_interval.set)
     add("checkpoint.interval", std::to_string(r_.save_interval.value), r_.save_interval.path);
 
-  // compute: FSDP's param_dtype (or autocast) bfloat16 is replica's bf16 matmul operands
+  // compute: FSDP's param_dtype bfloat16 is bf16-fsdp (every tensor bf16 as torch rounds it);
+  // autocast's bfloat16 is bf16 (matmul operands)
   if (r_.precision.set)
     add("compute.precision", r_.precision.value,
-        r_.precision.path + " (bf16 matmul operands from fp32 master weights)");
+        r_.precision.path + (r_.precision.value == "bf16-fsdp"
+                                 ? " (FSDP mixed precision: every parameter, activation and "
+                                   "activation gradient bf16, fp32 master weights)"
+                                 : " (bf16 matmul operands from fp32 master weights)"));
 
   // context parallelism: the same attention, each sequence whole on one rank; plan shows the degree
   if (r_.context_parallel_degree.set)

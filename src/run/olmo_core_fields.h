@@ -1,6 +1,7 @@
 // The OLMo-core classes replica's importer knows, and what it does with each of their fields
 // (docs/olmo-core.md "The field table"). One table decides every field of every known class:
-//   - mapped: a reader (run/olmo_core_readers.h) takes it and turns it into replica keys;
+//   - mapped: a reader (the Importer of run/olmo_core_import.h: olmo_core_read_model.cc,
+//     olmo_core_read_train.cc) takes it and turns it into replica keys;
 //   - accepted: it changes nothing replica computes, at any value (with the reason), or only at
 //     the listed values (other values are refused with the stated reason);
 //   - refused: replica lacks what it sets (the reason says what), whenever it is present.

@@ -263,8 +263,9 @@ void Importer::Optim(const json& j, const std::string& path) {
   o.Finish();
 }
 
-// FSDP mixed precision: param_dtype bfloat16 feeds every matmul bf16 operands from fp32 master
-// weights, which is replica's compute.precision bf16 (docs/precision.md).
+// FSDP mixed precision: param_dtype bfloat16 casts every parameter to bf16 for the forward and
+// backward, so every activation and activation gradient is a bf16 tensor, over fp32 master
+// weights and fp32 gradient sums: replica's compute.precision bf16-fsdp (docs/precision.md).
 void Importer::DataParallel(const json& j, const std::string& path) {
   const ClassRule* cls = Dispatch(j, path, Role::kDataParallel);
   if (!cls) return;
@@ -276,10 +277,11 @@ void Importer::DataParallel(const json& j, const std::string& path) {
   }
   if (auto v = o.Str("param_dtype")) {
     if (*v == "bfloat16")
-      r_.precision.Set("bf16", o.At("param_dtype"));
+      r_.precision.Set("bf16-fsdp", o.At("param_dtype"));
     else if (*v != "float32")
       Refuse(o.At("param_dtype"),
-             fmt::format("'{}': replica computes in fp32 or bf16 (compute.precision)", *v));
+             fmt::format("'{}': replica computes in fp32, bf16 or bf16-fsdp (compute.precision)",
+                         *v));
   }
   o.Finish();
 }
@@ -307,8 +309,8 @@ void Importer::Float8(const json& j, const std::string& path) {
   const std::optional<bool> enabled = o.Bool("enabled");
   if (enabled.value_or(!o.Has("enabled"))) {  // absent: Float8Config's default, true
     Refuse(o.At("enabled"),
-           fmt::format("{}float8 matmuls are not implemented in replica (it computes in fp32 or "
-                       "bf16, compute.precision)",
+           fmt::format("{}float8 matmuls are not implemented in replica (it computes in fp32, bf16 or "
+                       "bf16-fsdp, compute.precision)",
                        enabled ? "" : "absent, so true (Float8Config's default): "),
            "the linear layers compute in compute.precision, without float8's scaled rounding of "
            "their operands");
@@ -361,13 +363,14 @@ void Importer::TrainModule(const json& j, const std::string& path) {
   if (const json* v = o.Take("ac_config"))
     Dispatch(*v, o.At("ac_config"), Role::kActivationCheckpointing);
   if (auto v = o.Str("autocast_precision")) {
-    // torch.autocast: bf16 matmul operands as with FSDP's param_dtype (autocast also rounds the
-    // matmul outputs to bf16, which replica keeps in fp32: docs/precision.md).
+    // torch.autocast: bf16 matmul operands over fp32 norms and activations, replica's bf16 (autocast
+    // also rounds the matmul outputs to bf16, which replica keeps in fp32: docs/precision.md).
     if (*v == "bfloat16") {
       if (!r_.precision.set) r_.precision.Set("bf16", o.At("autocast_precision"));
     } else if (*v != "float32") {
       Refuse(o.At("autocast_precision"),
-             fmt::format("'{}': replica computes in fp32 or bf16 (compute.precision)", *v));
+             fmt::format("'{}': replica computes in fp32, bf16 or bf16-fsdp (compute.precision)",
+                         *v));
     }
   }
   o.Finish();

@@ -11,6 +11,7 @@
 #include "model/model_sizes.h"
 #include "model/olmo3.h"
 #include "model/param_store.h"
+#include "ops/precision.h"
 #include "optim/shard_bounds.h"
 
 namespace replica {
@@ -31,6 +32,17 @@ uint64_t Bf16GemmScratchFloats(const ModelConfig& m, uint64_t N) {
   const uint64_t max_a = std::max(N * widest, c * V);
   const uint64_t max_b = std::max({V * D, I * D, Hd * D, N * widest});
   return max_a + max_b;
+}
+
+// Floats the bf16-fsdp ops hold besides the GEMM's copies (ops/cpu/fsdp_bf16.cc): the fresh
+// activation gradient before its rounded add (up to N × the widest row), the fresh weight
+// gradient of the largest matmul weight (the LM head's summed over all rows), and attention
+// backward's per-query-head dk and dv before the kv heads' sums (2 · N · H·hd).
+uint64_t FsdpScratchFloats(const ModelConfig& m, uint64_t N) {
+  const uint64_t D = m.hidden_size, I = m.intermediate_size, V = m.vocab_size;
+  const uint64_t Hd = m.num_heads * m.head_dim, KVd = m.num_kv_heads * m.head_dim;
+  const uint64_t widest = std::max({D, I, Hd, KVd});
+  return N * widest + std::max({V * D, I * D, Hd * D}) + 2 * N * Hd;
 }
 
 // What the checkpoint path holds on the rank that writes most (docs/memory.md):
@@ -138,6 +150,8 @@ MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world
   const int64_t M_r = c.train.global_batch_instances / world / mu;
   const bool zero3 = c.parallel.sharding == "zero3";
   MemoryPlan mem;
+  const Precision precision = ParsePrecision(c.compute.precision, "config key 'compute.precision'");
+  const bool bf16_matmuls = MatmulOperands(precision) == Precision::kBf16;
   if (zero3) {
     mem.params = 4 * S;
     mem.grads = 4 * S;
@@ -154,7 +168,7 @@ MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world
     mem.unit_buffers =
         4 * U * ((world > 1 ? per + prefetch : 0) + per) +
         (world > 1 ? 4 * std::min(U, S) : 0) +
-        (world > 1 && c.compute.precision == "bf16" ? (1 + prefetch) * 2 * std::min(U, S) : 0);
+        (world > 1 && bf16_matmuls ? (1 + prefetch) * 2 * std::min(U, S) : 0);
   } else {
     mem.params = 4 * P;
     mem.grads = 4 * P;
@@ -170,7 +184,8 @@ MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world
   mem.activations = 4 * (f.arena_floats[static_cast<int>(policy)] +
                          chunk * (static_cast<uint64_t>(m.vocab_size + m.hidden_size) + 5) +
                          ropes * static_cast<uint64_t>(T * m.head_dim));
-  if (c.compute.precision == "bf16") mem.gemm_scratch = 4 * Bf16GemmScratchFloats(m, N);
+  if (bf16_matmuls) mem.gemm_scratch = 4 * Bf16GemmScratchFloats(m, N);
+  if (precision == Precision::kBf16Fsdp) mem.gemm_scratch += 4 * FsdpScratchFloats(m, N);
   mem.batch = 8 * static_cast<uint64_t>(mu * M_r * T);
   mem.runtime = RuntimeBytes(world);
   return mem;

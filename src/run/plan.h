@@ -28,8 +28,9 @@
 //   activations        4·Olmo3Model::ActivationArenaFloats(μ, T, policy) + the LM head's chunk
 //                      (c = min(N, max(1, 8Mi/V)) rows of V + D + 5 floats) + RoPE tables (2·T·hd/2 per
 //                      distinct setting, ≤ 2)
-//   gemm_scratch       compute.precision bf16 only: the operand copies the bf16 GEMM keeps
-//                      (4·(max A + max B) floats over the model's GEMMs)
+//   gemm_scratch       compute.precision bf16 and bf16-fsdp: the operand copies the bf16 GEMM
+//                      keeps (4·(max A + max B) floats over the model's GEMMs); bf16-fsdp adds
+//                      its ops' scratch (4·(N·widest row + largest weight + 2·N·H·hd) floats)
 //   batch              8·(μ·M_r)·T: the rank's token ids and labels
 //   runtime            the process without the model: code, libraries, OpenMP/BLAS/MPI state
 //                      (RuntimeBytes, measured: docs/memory.md)

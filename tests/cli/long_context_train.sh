@@ -41,11 +41,11 @@ check "train.log names float8 as not reproduced" \
 losses() { python3 -c '
 import json, sys
 print(" ".join(repr(j["loss"]) for j in map(json.loads, open(sys.argv[1])) if "ce_loss" in j))' "$1"; }
-check "4 finite steps in bf16 ($(losses "$tmp/lc/metrics.jsonl"))" \
+check "4 finite steps in bf16-fsdp ($(losses "$tmp/lc/metrics.jsonl"))" \
   'python3 -c "
 import json, math, sys
 rows = [j for j in map(json.loads, open(sys.argv[1])) if \"ce_loss\" in j]
-sys.exit(0 if len(rows) == 4 and all(math.isfinite(r[\"loss\"]) and r[\"precision\"] == \"bf16\" for r in rows) else 1)" "$tmp/lc/metrics.jsonl"'
+sys.exit(0 if len(rows) == 4 and all(math.isfinite(r[\"loss\"]) and r[\"precision\"] == \"bf16-fsdp\" for r in rows) else 1)" "$tmp/lc/metrics.jsonl"'
 
 run "$tmp/lc2"
 check "the run is deterministic" '[ "$(losses "$tmp/lc/metrics.jsonl")" = "$(losses "$tmp/lc2/metrics.jsonl")" ]'

@@ -139,10 +139,10 @@ edit '.train_module.float8_config.enabled = true' "$tmp/f8t.json"
 check "float8's reason names compute.precision, not 'computes in fp32'" \
   'grep -q "float8 matmuls are not implemented" "$tmp/err" && ! grep -q "computes in fp32;" "$tmp/err"'
 
-# dp_config.param_dtype bfloat16 is compute.precision bf16
+# dp_config.param_dtype bfloat16 is compute.precision bf16-fsdp
 "$BIN" import-config "$P1" --out "$tmp/p1.yaml" 2> "$tmp/err"; rc=$?
-check "import-config maps dp_config.param_dtype bfloat16 to compute.precision: bf16 (rc $rc)" \
-  '[ $rc -eq 0 ] && grep -q "^  precision: bf16 .*# train_module.dp_config.param_dtype" "$tmp/p1.yaml"'
+check "import-config maps dp_config.param_dtype bfloat16 to compute.precision: bf16-fsdp (rc $rc)" \
+  '[ $rc -eq 0 ] && grep -q "^  precision: bf16-fsdp .*# train_module.dp_config.param_dtype" "$tmp/p1.yaml"'
 edit '.train_module.dp_config.param_dtype = "float16"' "$tmp/fp16.json"
 refused "param_dtype float16" "$tmp/fp16.json" "train_module.dp_config.param_dtype"
 

@@ -45,8 +45,8 @@ for stage in pretrain-1 pretrain-2 midtrain long-context; do
   w=$(awk '/^  schedule:/ {s = 1} s && /^    warmup:/ {print $2; exit}' "$tmp/$stage.yaml")
   check "import $stage: warm-up $w = the scheduler's ($(jq .warmup <<< "$e"))" \
     '[ "$w" = "$(jq .warmup <<< "$e")" ]'
-  check "import $stage: compute.precision bf16 (dp_config.param_dtype bfloat16)" \
-    'grep -q "^  precision: bf16 .*# train_module.dp_config.param_dtype" "$tmp/$stage.yaml"'
+  check "import $stage: compute.precision bf16-fsdp (dp_config.param_dtype bfloat16)" \
+    'grep -q "^  precision: bf16-fsdp .*# train_module.dp_config.param_dtype" "$tmp/$stage.yaml"'
 done
 
 # The long-context stage: refused for exactly what replica lacks, each named.

@@ -387,7 +387,7 @@ TEST(OlmoCoreImport, OfficialConfigsImportWithTheirPrecision) {
   for (const char* stage : {"pretrain-1", "pretrain-2", "midtrain"}) {
     const OlmoCoreImport im = ImportOlmoCoreConfig(Official(stage), stage, {});
     EXPECT_TRUE(im.refused.empty()) << stage << testing::PrintToString(Paths(im.refused));
-    EXPECT_EQ(FromImport(im, {"train.max_steps=10"}).compute.precision, "bf16") << stage;
+    EXPECT_EQ(FromImport(im, {"train.max_steps=10"}).compute.precision, "bf16-fsdp") << stage;
   }
   json j = Official("pretrain-1");
   j["model"]["block"]["sequence_mixer"]["rope"]["frequency_warp"] = 2.0;  // not an OLMo-core field
