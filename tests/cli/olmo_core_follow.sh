@@ -77,12 +77,19 @@ check "fp32: loss, grad norm, lr and skipped steps inside OLMo-core's envelope a
 rc=$?
 check "train OLMo-core's config.json (bf16) from its step-0 checkpoint exits 0 ($(tail -3 "$tmp/bf16.out"))" \
   '[ $rc -eq 0 ]'
-# bf16: computed in bf16, lr and skipped steps held; loss and grad norm reported against
-# OLMo-core's bf16 envelope and against its bf16 budget (its bf16 runs against its fp32 run): the
-# two recipes round different tensors to bf16 (docs/olmo-core.md, "What was measured").
-check "bf16: computed in bf16; lr and skipped steps as OLMo-core's at every step" \
-  'within "$FIX/bounds.bf16.tsv" "$tmp/bf16/metrics.jsonl" bf16-envelope bf16 loss,grad_norm'
-within "$FIX/bounds.bf16-budget.tsv" "$tmp/bf16/metrics.jsonl" bf16-budget bf16 loss,grad_norm
+# bf16 (param_dtype bfloat16 imports as bf16-fsdp): computed in bf16-fsdp, lr and skipped steps
+# held at every step, and step 1's loss (the same weights and batch: replica's bf16-fsdp forward
+# is OLMo-core's, bit for bit) inside its bound; from there on the loss and grad norm are
+# reported against OLMo-core's bf16 envelope and its bf16 budget (its bf16 runs against its fp32
+# run), not held: the backward differs from torch's where an attention gradient sits on a bf16
+# rounding tie, and bf16 training amplifies such differences as it amplifies OLMo-core's own
+# (docs/olmo-core.md, "What was measured").
+check "bf16: computed in bf16-fsdp; lr and skipped steps as OLMo-core's at every step" \
+  'within "$FIX/bounds.bf16.tsv" "$tmp/bf16/metrics.jsonl" bf16-envelope bf16-fsdp loss,grad_norm'
+head -2 "$FIX/bounds.bf16.tsv" > "$tmp/bounds.step1.tsv"
+check "bf16: step 1's loss inside OLMo-core's bound (the forward is OLMo-core's)" \
+  'within "$tmp/bounds.step1.tsv" "$tmp/bf16/metrics.jsonl" bf16-step1 bf16-fsdp grad_norm'
+within "$FIX/bounds.bf16-budget.tsv" "$tmp/bf16/metrics.jsonl" bf16-budget bf16-fsdp loss,grad_norm
 
 "$BIN" train "$FIX/config.resume.json" --run-dir "$tmp/resume" "${maps[@]}" \
   --path-map "$step30_prefix=$FIX/step30" --quiet > "$tmp/resume.out" 2>&1

@@ -126,8 +126,8 @@ TEST(FsdpBf16, NormRopeSwiGLUEmbeddingRoundAndAccumulate) {
 
 // With the whole row in one key block (T <= kFsdpAttentionKeyBlock) the running max is the row
 // max, so the output is the bf16 reference's (P = R(exp(s − row max)), unrounded sums) rounded
-// once, up to the reference's double sums putting a value on the other side of a bf16 rounding
-// boundary (scores in double against fp32 here).
+// once, up to torch's fast exp (fexp_u20: within 1.2e-4 of exp, so about one P in twenty rounds
+// the other way) and the reference's double sums.
 TEST(FsdpBf16, AttentionOneKeyBlockIsTheBf16ReferenceRounded) {
   for (const AttentionShape& a :
        std::vector<AttentionShape>{{2, 70, 4, 2, 16, 0}, {1, 130, 4, 1, 8, 32}}) {
@@ -143,11 +143,11 @@ TEST(FsdpBf16, AttentionOneKeyBlockIsTheBf16ReferenceRounded) {
     for (int64_t i = 0; i < nq; ++i) {
       const float r = RoundToBf16(oref[i]);
       equal += o[i] == r;
-      // One bf16 ulp, or where a sum cancels, one flipped rounding of a P (≤ 2^-8 p |v|).
-      ASSERT_LE(std::abs(o[i] - r), std::abs(r) * 0x1p-7f + 1e-3f) << i;
+      // One bf16 ulp, or where a sum cancels, a few flipped roundings of a P (each ≤ 2^-8 p |v|).
+      ASSERT_LE(std::abs(o[i] - r), std::abs(r) * 0x1p-7f + 4e-3f) << i;
     }
-    EXPECT_GE(static_cast<double>(equal) / nq, 0.99);
-    for (size_t i = 0; i < lse.size(); ++i) ASSERT_NEAR(lse[i], lref[i], 1e-5 * (1 + std::abs(lref[i])));
+    EXPECT_GE(static_cast<double>(equal) / nq, 0.9) << equal << " of " << nq;
+    for (size_t i = 0; i < lse.size(); ++i) ASSERT_NEAR(lse[i], lref[i], 1.2e-4 + 1e-6 * std::abs(lref[i]));
   }
 }
 
@@ -204,3 +204,4 @@ TEST(FsdpBf16, BitIdenticalAcrossThreadCounts) {
 
 }  // namespace
 }  // namespace replica
+

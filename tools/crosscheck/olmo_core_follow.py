@@ -373,7 +373,7 @@ def replica_config(replica, config_json, work, name, notes):
 
 
 def precision_sets(replica, config_json, want, notes):
-    """--set compute.precision=bf16 only when the importer does not map param_dtype (noted)."""
+    """--set compute.precision=WANT only when the importer does not map param_dtype (noted)."""
     got = json.loads(run([replica, "plan", config_json, "--json"]).stdout)["precision"]
     if got == want:
         return []
@@ -469,7 +469,7 @@ def run_all(replica, work, tokenizer_json, bf16=True, follow=True, reverse=False
             cfg, _ = replica_config(replica, os.path.join(d, "config.json"), work, "bf16",
                                     r["notes"])
             sets = [f"init.from_checkpoint={ck('bf16.step0')}", "init.reset_step=false"]
-            sets += precision_sets(replica, cfg, "bf16", r["notes"])
+            sets += precision_sets(replica, cfg, "bf16-fsdp", r["notes"])
             r["replica"]["bf16"] = replica_train(replica, cfg, rp("bf16"), sets=sets)
         if reverse:
             r["dirs"]["from_replica"] = rev.result()

@@ -4,14 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/profile.h"
 #include "ops/cpu/bf16_round.h"
-#include "ops/cpu/gemm_bf16.h"
-#include "ops/cpu/linear.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/rope.h"
+#include "ops/cpu/torch_sum.h"
 
 namespace replica {
 namespace {
@@ -25,7 +26,38 @@ float* Scratch(std::vector<float>& buffer, int64_t n, bool zero) {
   if (zero) std::fill_n(buffer.data(), n, 0.0f);
   return buffer.data();
 }
-thread_local std::vector<float> tls_a, tls_b, tls_w;
+thread_local std::vector<float> tls_a, tls_b, tls_c, tls_w, tls_m;
+
+// C[M, N] = op(A) op(B) for bf16-valued operands, each output summed as torch's bf16 matmul
+// (oneDNN's vdpbf16ps) sums it: one fp32 accumulator, the K terms in pairs, the odd index of a
+// pair first (1, 0, 3, 2, ...; a last odd term alone), each product exact and each add rounded.
+// Operands are copied K-contiguous first; rows of C are split over threads, each element summed
+// by one thread, so the result does not depend on the thread count.
+void PairOrderGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                   const float* B, int64_t ldb, float* C, int64_t ldc) {
+  ProfileScope profile_scope(ProfileCategory::kGemm);
+  std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(N * K));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) a[i * K + k] = ta ? A[k * lda + i] : A[i * lda + k];
+  for (int64_t j = 0; j < N; ++j)
+    for (int64_t k = 0; k < K; ++k) b[j * K + k] = tb ? B[j * ldb + k] : B[k * ldb + j];
+  const int64_t last = K % 2 == 1 ? K - 1 : -1;  // the lone last term of an odd K
+#pragma omp parallel for schedule(static) if (M * N * K >= (int64_t{1} << 20))
+  for (int64_t i = 0; i < M; ++i) {
+    const float* ai = a.data() + i * K;
+    for (int64_t j = 0; j < N; ++j) {
+      const float* bj = b.data() + j * K;
+      float acc = 0;
+      // One add per iteration at index t ^ 1: GCC 12 -O2 vectorizes a loop body of two adds into
+      // one accumulator into a wrong sum, so the pair order is spelled through the index.
+      for (int64_t t = 0; t < K; ++t) {
+        const int64_t k = t == last ? t : (t ^ 1);
+        acc += ai[k] * bj[k];
+      }
+      C[i * ldc + j] = acc;
+    }
+  }
+}
 
 // acc = R(acc + R(t)): a second gradient added to a bf16 activation gradient.
 void AddActivationGrad(float* acc, const float* t, int64_t n) {
@@ -44,11 +76,18 @@ const float* Rounded(const float* w, int64_t n) {
   return r;
 }
 
-// Σ x² in double, sequentially; the statistic torch keeps in fp32 is this sum's fp32 mean.
-float RowRstd(const float* x, int64_t n, double eps) {
-  double ss = 0;
-  for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(x[j]) * x[j];
-  const float var = static_cast<float>(ss / static_cast<double>(n));
+// The rounded copy of a matmul weight (the parameter FSDP gathers in bf16).
+const float* RoundedMatrix(const float* W, int64_t n) {
+  float* r = Scratch(tls_m, n, false);
+  RoundToBf16(W, r, n);
+  return r;
+}
+
+// OLMo-core's RMSNorm statistic in torch's fp32: rsqrt(x.pow(2).mean(-1) + eps), the mean a
+// torch sum (torch_sum.h) divided by n.
+float RowRstd(const float* x, int64_t n, double eps, float* squares) {
+  for (int64_t j = 0; j < n; ++j) squares[j] = x[j] * x[j];
+  const float var = TorchInnerSum(squares, n) / static_cast<float>(n);
   return 1.0f / std::sqrt(var + static_cast<float>(eps));
 }
 
@@ -61,7 +100,9 @@ void NormRows(const float* x, const float* w, const float* residual, int64_t row
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
-    const float s = RowRstd(xr, n, eps);
+    thread_local std::vector<float> squares;
+    if (static_cast<int64_t>(squares.size()) < n) squares.resize(static_cast<size_t>(n));
+    const float s = RowRstd(xr, n, eps, squares.data());
     rstd[r] = s;
     for (int64_t j = 0; j < n; ++j) {
       const float normed = R(wr[j] * (xr[j] * s));
@@ -74,7 +115,8 @@ void NormRows(const float* x, const float* w, const float* residual, int64_t row
 
 void FsdpLinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
                        float* y) {
-  LinearForward(x, W, N, in, out, y, Precision::kBf16);
+  const float* wr = RoundedMatrix(W, out * in);
+  PairOrderGemm(false, true, N, out, in, x, in, wr, in, y, out);
   RoundToBf16(y, y, N * out);
 }
 
@@ -82,12 +124,11 @@ void FsdpLinearBackward(const float* x, const float* W, const float* dy, int64_t
                         int64_t out, float* dx, float* dW) {
   if (dx) {
     float* t = Scratch(tls_a, N * in, false);
-    Gemm(Precision::kBf16, false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, t, in,
-         GemmB::kWeight);
+    PairOrderGemm(false, false, N, in, out, dy, out, RoundedMatrix(W, out * in), in, t, in);
     AddActivationGrad(dx, t, N * in);
   }
   float* t = Scratch(tls_b, out * in, false);
-  Gemm(Precision::kBf16, true, false, out, in, N, 1.0f, dy, out, x, in, 0.0f, t, in);
+  PairOrderGemm(true, false, out, in, N, dy, out, x, in, t, in);
   AddParamGrad(dW, t, out * in);
 }
 
@@ -105,36 +146,77 @@ void FsdpRMSNormBackward(const float* x, const float* w, const float* rstd, cons
                          int64_t rows, int64_t n, float* dx, float* dw) {
   ProfileScope profile_scope(ProfileCategory::kNorm);
   const float* wr = Rounded(w, n);
-  const float inv_n = 1.0f / static_cast<float>(n);
+  // The autograd of y = w·(x·rs), rs = (mean x² + eps)^-1/2, op by op as torch evaluates it:
+  // gy = g·w; dx = gy·rs + (((−0.5·Σ gy·x)·rs³) / n)·(2x); dw = Σ_rows g·(x·rs). The sums are
+  // torch's (torch_sum.h).
+  std::vector<float> gy_x_all(static_cast<size_t>(rows * n)), gxn(static_cast<size_t>(rows * n));
 #pragma omp parallel for schedule(static) if (rows * n >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
     const float* gr = dy + r * n;
     const float s = rstd[r];
-    // y = w·xn, xn = x·s, s = (mean x² + eps)^-1/2: dxn = w·g; ds = Σ dxn·x;
-    // d(mean x²) = −s³/2 · ds; dx = dxn·s + 2x · d(mean x²)/n.
-    double ds = 0;
-    for (int64_t j = 0; j < n; ++j) ds += static_cast<double>(wr[j] * gr[j]) * xr[j];
-    const float dvar = static_cast<float>(ds) * (-0.5f * s * s * s);
+    float* gyx = gy_x_all.data() + r * n;
+    float* gn = gxn.data() + r * n;
+    for (int64_t j = 0; j < n; ++j) {
+      gyx[j] = (gr[j] * wr[j]) * xr[j];
+      gn[j] = gr[j] * (xr[j] * s);
+    }
+    const float grs = TorchInnerSum(gyx, n);
+    const float gt = (-0.5f * grs) * ((s * s) * s);
+    const float gx2 = gt / static_cast<float>(n);
     float* dxr = dx + r * n;
     for (int64_t j = 0; j < n; ++j) {
-      const float t = (wr[j] * gr[j]) * s + 2.0f * xr[j] * (dvar * inv_n);
+      const float t = (gr[j] * wr[j]) * s + gx2 * (2.0f * xr[j]);
       dxr[j] = R(dxr[j] + R(t));
     }
   }
-  // dw[j] = R(Σ_r g·xn) per column, rows in order.
-#pragma omp parallel for schedule(static) if (rows * n >= kMinParallelWork)
-  for (int64_t j = 0; j < n; ++j) {
-    double acc = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      acc += static_cast<double>(dy[r * n + j]) * static_cast<double>(x[r * n + j] * rstd[r]);
-    dw[j] += R(static_cast<float>(acc));
-  }
+  std::vector<float> sums(static_cast<size_t>(n));
+  TorchOuterSum(gxn.data(), rows, n, sums.data());
+  for (int64_t j = 0; j < n; ++j) dw[j] += R(sums[j]);
 }
+
+namespace {
+
+// OLMo-core's RotaryEmbedding tables as torch builds them for plain RoPE, all in fp32:
+// inv_freq[j] = 1 / theta^(2j / hd), angle = t · inv_freq[j], then sin and cos of the fp32
+// angle. (MakeRopeTable computes the angles in double, which moves an entry by up to t·2^-24
+// rad and so a bf16 rounding now and then.) YaRN tables are the caller's.
+RopeTable TorchRopeTable(const RopeTable& t) {
+  RopeTable out = t;
+  const int64_t half = t.head_dim / 2;
+  const float theta = static_cast<float>(t.params.theta);
+  for (int64_t j = 0; j < half; ++j) {
+    const float e = static_cast<float>(2 * j) / static_cast<float>(t.head_dim);
+    const float inv = 1.0f / std::pow(theta, e);
+    for (int64_t pos = 0; pos < t.max_positions; ++pos) {
+      const float angle = static_cast<float>(pos) * inv;
+      out.cos[static_cast<size_t>(pos * half + j)] = std::cos(angle);
+      out.sin[static_cast<size_t>(pos * half + j)] = std::sin(angle);
+    }
+  }
+  return out;
+}
+
+// The table the rotation uses: the torch-built one for plain RoPE (made once per shape and theta,
+// kept for the process), the given one for YaRN.
+const RopeTable& TableFor(const RopeTable& t) {
+  if (t.params.type != RopeType::kDefault) return t;
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<RopeTable>> made;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& table : made)
+    if (table->max_positions == t.max_positions && table->head_dim == t.head_dim &&
+        table->params.SameMath(t.params))
+      return *table;
+  made.push_back(std::make_unique<RopeTable>(TorchRopeTable(t)));
+  return *made.back();
+}
+
+}  // namespace
 
 void FsdpRopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
                      float* y) {
-  RopeForward(table, x, B, T, heads, y);
+  RopeForward(TableFor(table), x, B, T, heads, y);
   RoundToBf16(y, y, B * T * heads * table.head_dim);
 }
 
@@ -142,18 +224,24 @@ void FsdpRopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_
                       int64_t heads, float* dx) {
   const int64_t n = B * T * heads * table.head_dim;
   float* t = Scratch(tls_a, n, true);
-  RopeBackward(table, dy, B, T, heads, t);
+  RopeBackward(TableFor(table), dy, B, T, heads, t);
   AddActivationGrad(dx, t, n);
 }
 
 namespace {
-inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// ATen's silu and its backward on a bf16 tensor, in fp32: x / (1 + e^-x), and
+// g · σ · (1 + x (1 − σ)) evaluated left to right.
+inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+inline float SiluBackward(float g, float x) {
+  const float sg = 1.0f / (1.0f + std::exp(-x));
+  return g * sg * (1.0f + x * (1.0f - sg));
+}
 }  // namespace
 
 void FsdpSwiGLUForward(const float* g, const float* u, int64_t n, float* s) {
   ProfileScope profile_scope(ProfileCategory::kSwiGLU);
 #pragma omp parallel for schedule(static) if (n >= kMinParallelWork)
-  for (int64_t i = 0; i < n; ++i) s[i] = R(R(g[i] * Sigmoid(g[i])) * u[i]);
+  for (int64_t i = 0; i < n; ++i) s[i] = R(R(Silu(g[i])) * u[i]);
 }
 
 void FsdpSwiGLUBackward(const float* g, const float* u, const float* ds, int64_t n, float* dg,
@@ -161,11 +249,10 @@ void FsdpSwiGLUBackward(const float* g, const float* u, const float* ds, int64_t
   ProfileScope profile_scope(ProfileCategory::kSwiGLU);
 #pragma omp parallel for schedule(static) if (n >= kMinParallelWork)
   for (int64_t i = 0; i < n; ++i) {
-    const float sg = Sigmoid(g[i]);
-    const float a = R(g[i] * sg);
+    const float a = R(Silu(g[i]));
     const float da = R(ds[i] * u[i]);
     du[i] = R(du[i] + R(ds[i] * a));
-    dg[i] = R(dg[i] + R(da * (sg * (1.0f + g[i] * (1.0f - sg)))));
+    dg[i] = R(dg[i] + R(SiluBackward(da, g[i])));
   }
 }
 
@@ -204,8 +291,7 @@ namespace {
 void ChunkLogitsAndLoss(const float* x, const float* W, const int32_t* labels, int64_t r0,
                         int64_t rows, int64_t D, int64_t V, LmHeadWorkspace& ws) {
   float* logits = ws.logits();
-  Gemm(Precision::kBf16, false, true, rows, V, D, 1.0f, x + r0 * D, D, W, D, 0.0f, logits, V,
-       GemmB::kWeight);
+  PairOrderGemm(false, true, rows, V, D, x + r0 * D, D, RoundedMatrix(W, V * D), D, logits, V);
   RoundToBf16(logits, logits, rows * V);
 #pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
@@ -273,10 +359,11 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
       }
     }
     float* t = Scratch(tls_a, rows * D, false);
-    Gemm(Precision::kBf16, false, false, rows, D, V, 1.0f, d, V, W, D, 0.0f, t, D,
-         GemmB::kWeight);
+    PairOrderGemm(false, false, rows, D, V, d, V, RoundedMatrix(W, V * D), D, t, D);
     AddActivationGrad(dx + r0 * D, t, rows * D);
-    Gemm(Precision::kBf16, true, false, V, D, rows, 1.0f, d, V, x + r0 * D, D, 1.0f, dw_sum, D);
+    float* part = Scratch(tls_c, V * D, false);
+    PairOrderGemm(true, false, V, D, rows, d, V, x + r0 * D, D, part, D);
+    for (int64_t i = 0; i < V * D; ++i) dw_sum[i] += part[i];
   }
   AddParamGrad(dW, dw_sum, V * D);
   return sums;
@@ -285,7 +372,7 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
 void FsdpLmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
                       float* logits) {
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
-  Gemm(Precision::kBf16, false, true, N, V, D, 1.0f, x, D, W, D, 0.0f, logits, V, GemmB::kWeight);
+  PairOrderGemm(false, true, N, V, D, x, D, RoundedMatrix(W, V * D), D, logits, V);
   RoundToBf16(logits, logits, N * V);
 }
 

@@ -1,10 +1,12 @@
-// Attention as torch's CPU flash kernel computes it on bf16 tensors (fsdp_bf16.h). One (b, query
-// head) pair per task, each row's keys visited in the kernel's blocks; every output element is
-// owned by one task and summed in a fixed order, so results do not depend on the thread count.
-// The scalar loops are the reference and the implementation: this mode exists to follow torch's
-// roundings, not for speed.
+// Attention as torch's CPU flash kernel (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp, its
+// bf16 path) computes it (fsdp_bf16.h): the same query and key blocks, the same fp32 sums in the
+// same orders where they decide a bf16 rounding, its fast exp in the forward. One (b, query head)
+// pair per task; every output element is owned by one task and summed in a fixed order, so
+// results do not depend on the thread count. The scalar loops are the reference and the
+// implementation: this mode exists to follow torch's roundings, not for speed.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -41,11 +43,68 @@ Visibility MakeVisibility(const AttentionShape& s) {
   return vis;
 }
 
+// Σ a·b with one fp32 accumulator in index order (the kernel's fp32-output GEMMs and row sums).
 float Dot(const float* a, const float* b, int64_t n) {
   float acc = 0;
   for (int64_t d = 0; d < n; ++d) acc += a[d] * b[d];
   return acc;
 }
+
+// The order oneDNN's bf16 dot product (vdpbf16ps) adds the terms of a bf16-output GEMM: one fp32
+// accumulator, the terms in pairs, each pair's odd index first: 1, 0, 3, 2, ... (a last odd
+// term alone). term(t) gives the t-th product.
+template <typename Term>
+float PairOrderSum(int64_t n, Term term) {
+  // One add per iteration at index t ^ 1: GCC 12 -O2 vectorizes a loop body of two adds into one
+  // accumulator into a wrong sum.
+  const int64_t last = n % 2 == 1 ? n - 1 : -1;
+  float acc = 0;
+  for (int64_t t = 0; t < n; ++t) acc += term(t == last ? t : (t ^ 1));
+  return acc;
+}
+
+// ATen's fexp_u20 (the flash kernel's exp of s − max for bf16 inputs): 2^(x log2 e) with the
+// fraction corrected by a cubic and put together in the exponent bits.
+float FastExp(float x) {
+  auto bits_float = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  if (x < bits_float(0xc2aeac50u)) return 0.0f;
+  if (x > bits_float(0x42b17218u)) return std::numeric_limits<float>::infinity();
+  const float c0 = 0.00010703434948458272f, c1 = 0.30354260500649682f,
+              c2 = -0.22433836478672356f, c3 = -0.079204240219773236f;
+  float t = x * bits_float(0x3fb8aa3bu);
+  const float f = t - std::floor(t);
+  const float c = std::fma(f, std::fma(f, std::fma(f, c3, c2), c1), c0);
+  t = t - c;
+  const float scaled = std::fma(0x1p23f, t, 0x1p23f * 127.0f);
+  const int32_t i = static_cast<int32_t>(scaled);  // truncation, as the kernel's cvttps
+  float r;
+  std::memcpy(&r, &i, 4);
+  return r;
+}
+
+// The flash kernel's row sum of a block's exp values: a 16-lane accumulator over consecutive
+// 16-element chunks, the lanes folded i + (i^8), then ^4, ^2, ^1, the n % 16 tail added after.
+float BlockRowSum(const float* p, int64_t n) {
+  float lane[16] = {};
+  const int64_t full = n - n % 16;
+  for (int64_t c = 0; c < full; c += 16)
+    for (int k = 0; k < 16; ++k) lane[k] += p[c + k];
+  for (int width = 8; width >= 1; width /= 2)
+    for (int k = 0; k < width; ++k) lane[k] = lane[k] + lane[k + width];
+  float s = lane[0];
+  for (int64_t j = full; j < n; ++j) s += p[j];
+  return s;
+}
+
+// The kernel's block sizes, from the query length (the same forward and backward).
+int64_t QueryBlock(int64_t T) {
+  return std::min<int64_t>(T >= 768 ? 256 : T >= 192 ? 64 : 32, T);
+}
+int64_t KeyBlock(int64_t T) { return std::min(kFsdpAttentionKeyBlock, T); }
 
 }  // namespace
 
@@ -55,42 +114,49 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
   ProfileScope profile_scope(ProfileCategory::kAttention);
   const int64_t B = s.B, T = s.T, H = s.H, KV = s.KV, hd = s.hd, group = H / KV;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t kb = KeyBlock(T);
   const Visibility vis = MakeVisibility(s);
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1 && B * H * T * T * hd >= (1 << 20))
   for (int64_t bh = 0; bh < B * H; ++bh) {
     const int64_t b = bh / H, h = bh % H, kvh = h / group;
-    std::vector<float> scores(static_cast<size_t>(kFsdpAttentionKeyBlock));
-    std::vector<float> acc(static_cast<size_t>(hd));
+    std::vector<float> p(static_cast<size_t>(kb));
+    std::vector<float> dst(static_cast<size_t>(hd)), blk(static_cast<size_t>(hd));
     for (int64_t i = 0; i < T; ++i) {
       const float* qi = q + ((b * T + i) * H + h) * hd;
       const int64_t lo = vis.Lo(b, i);
       float m = kNegInf, l = 0;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t c0 = 0; c0 <= i; c0 += kFsdpAttentionKeyBlock) {
-        const int64_t j0 = std::max(c0, lo), j1 = std::min(c0 + kFsdpAttentionKeyBlock, i + 1);
-        if (j0 >= j1) continue;  // a wholly masked block changes neither m, l nor acc
+      std::fill(dst.begin(), dst.end(), 0.0f);
+      for (int64_t n0 = 0; n0 <= i; n0 += kb) {
+        const int64_t len = std::min(kb, T - n0);
+        const int64_t j0 = std::max(n0, lo), j1 = std::min(n0 + len, i + 1);
+        // A block with no visible key leaves m, l and dst as they are (its exp values are 0).
+        if (j0 >= j1) continue;
         float bm = kNegInf;
+        std::fill(p.begin(), p.end(), 0.0f);
         for (int64_t j = j0; j < j1; ++j) {
           const float sj = Dot(qi, k + ((b * T + j) * KV + kvh) * hd, hd) * scale;
-          scores[static_cast<size_t>(j - j0)] = sj;
+          p[static_cast<size_t>(j - n0)] = sj;
           bm = std::max(bm, sj);
         }
         const float m_new = std::max(m, bm);
-        const float alpha = m == kNegInf ? 0.0f : std::exp(m - m_new);
-        float block_sum = 0;
-        for (float& d : acc) d *= alpha;
         for (int64_t j = j0; j < j1; ++j) {
-          const float p = std::exp(scores[static_cast<size_t>(j - j0)] - m_new);
-          block_sum += p;
-          const float pr = R(p);
-          const float* vj = v + ((b * T + j) * KV + kvh) * hd;
-          for (int64_t d = 0; d < hd; ++d) acc[d] += pr * vj[d];
+          float& pj = p[static_cast<size_t>(j - n0)];
+          pj = FastExp(pj - m_new);
         }
-        l = l * alpha + block_sum;
+        const float exp_old = std::exp(m - m_new);  // 0 while m is −inf
+        l = BlockRowSum(p.data(), len) + exp_old * l;
+        std::fill(blk.begin(), blk.end(), 0.0f);
+        for (int64_t j = j0; j < j1; ++j) {
+          const float pr = R(p[static_cast<size_t>(j - n0)]);
+          const float* vj = v + ((b * T + j) * KV + kvh) * hd;
+          for (int64_t d = 0; d < hd; ++d) blk[d] += pr * vj[d];
+        }
+        for (int64_t d = 0; d < hd; ++d) dst[d] = blk[d] + dst[d] * exp_old;
         m = m_new;
       }
       float* oi = out + ((b * T + i) * H + h) * hd;
-      for (int64_t d = 0; d < hd; ++d) oi[d] = R(acc[d] / l);
+      const float recip = 1.0f / l;
+      for (int64_t d = 0; d < hd; ++d) oi[d] = R(dst[d] * recip);
       lse[(b * H + h) * T + i] = m + std::log(l);
     }
   }
@@ -103,46 +169,78 @@ void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float*
   ProfileScope profile_scope(ProfileCategory::kAttention);
   const int64_t B = s.B, T = s.T, H = s.H, KV = s.KV, hd = s.hd, group = H / KV;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t qb = QueryBlock(T), kb = KeyBlock(T);
   const Visibility vis = MakeVisibility(s);
-  // Per query head: its rounded dk, dv [T, hd] (the repeated k, v's gradients), summed per kv
-  // head afterwards.
-  std::vector<float> dk_h(static_cast<size_t>(B * H * T * hd)),
-      dv_h(static_cast<size_t>(B * H * T * hd));
+  // Per query head (the repeated k and v's heads): dq, dk, dv [T, hd], bf16 values.
+  const size_t per_head = static_cast<size_t>(T * hd);
+  std::vector<float> gq(static_cast<size_t>(B * H) * per_head),
+      gk(static_cast<size_t>(B * H) * per_head), gv(static_cast<size_t>(B * H) * per_head);
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1 && B * H * T * T * hd >= (1 << 20))
   for (int64_t bh = 0; bh < B * H; ++bh) {
     const int64_t b = bh / H, h = bh % H, kvh = h / group;
-    std::vector<float> dq_acc(static_cast<size_t>(T * hd), 0.0f),
-        dk_acc(static_cast<size_t>(T * hd), 0.0f), dv_acc(static_cast<size_t>(T * hd), 0.0f);
-    for (int64_t i = 0; i < T; ++i) {
-      const float* qi = q + ((b * T + i) * H + h) * hd;
-      const float* oi = out + ((b * T + i) * H + h) * hd;
-      const float* doi = dout + ((b * T + i) * H + h) * hd;
-      const float delta = Dot(doi, oi, hd);
-      const float li = lse[(b * H + h) * T + i];
-      float* dqi = dq_acc.data() + i * hd;
-      for (int64_t j = vis.Lo(b, i); j <= i; ++j) {
-        const float* kj = k + ((b * T + j) * KV + kvh) * hd;
-        const float* vj = v + ((b * T + j) * KV + kvh) * hd;
-        const float p = std::exp(Dot(qi, kj, hd) * scale - li);
-        const float ds = p * (Dot(doi, vj, hd) - delta);
-        const float pr = R(p), dsr = R(ds);
-        float* dkj = dk_acc.data() + j * hd;
-        float* dvj = dv_acc.data() + j * hd;
-        for (int64_t d = 0; d < hd; ++d) {
-          dqi[d] += dsr * kj[d];
-          dkj[d] += dsr * qi[d];
-          dvj[d] += pr * doi[d];
+    float* gqh = gq.data() + static_cast<size_t>(bh) * per_head;
+    float* gkh = gk.data() + static_cast<size_t>(bh) * per_head;
+    float* gvh = gv.data() + static_cast<size_t>(bh) * per_head;
+    std::fill_n(gqh, per_head, 0.0f);
+    std::fill_n(gkh, per_head, 0.0f);
+    std::fill_n(gvh, per_head, 0.0f);
+    auto Q = [&](int64_t i) { return q + ((b * T + i) * H + h) * hd; };
+    auto K = [&](int64_t j) { return k + ((b * T + j) * KV + kvh) * hd; };
+    auto Vr = [&](int64_t j) { return v + ((b * T + j) * KV + kvh) * hd; };
+    auto DO = [&](int64_t i) { return dout + ((b * T + i) * H + h) * hd; };
+    std::vector<float> dsum(static_cast<size_t>(T));
+    for (int64_t i = 0; i < T; ++i) dsum[i] = Dot(DO(i), out + ((b * T + i) * H + h) * hd, hd);
+    std::vector<float> P(static_cast<size_t>(qb * kb)), dS(static_cast<size_t>(qb * kb));
+    for (int64_t m0 = 0; m0 < T; m0 += qb) {
+      const int64_t rows = std::min(qb, T - m0);
+      for (int64_t n0 = 0; n0 < m0 + rows; n0 += kb) {
+        const int64_t len = std::min(kb, T - n0);
+        bool any = false;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = m0 + r, lo = vis.Lo(b, i);
+          const float li = lse[(b * H + h) * T + i];
+          for (int64_t c = 0; c < len; ++c) {
+            const int64_t j = n0 + c;
+            float p = 0, ds = 0;
+            if (j >= lo && j <= i) {
+              p = std::exp(Dot(Q(i), K(j), hd) * scale - li);
+              ds = p * (Dot(DO(i), Vr(j), hd) - dsum[i]);
+              any = true;
+            }
+            P[static_cast<size_t>(r * kb + c)] = R(p);
+            dS[static_cast<size_t>(r * kb + c)] = R(ds);
+          }
         }
+        // A (query block, key block) pair with no visible pair adds exact zeros.
+        if (!any) continue;
+        for (int64_t c = 0; c < len; ++c) {
+          const int64_t j = n0 + c;
+          for (int64_t d = 0; d < hd; ++d) {
+            const float sv = PairOrderSum(rows, [&](int64_t r) {
+              return P[static_cast<size_t>(r * kb + c)] * DO(m0 + r)[d];
+            });
+            const float sk = PairOrderSum(rows, [&](int64_t r) {
+              return dS[static_cast<size_t>(r * kb + c)] * Q(m0 + r)[d];
+            });
+            float& gvd = gvh[j * hd + d];
+            float& gkd = gkh[j * hd + d];
+            gvd = R(gvd + sv);
+            gkd = R(gkd + scale * sk);
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t d = 0; d < hd; ++d) {
+            const float sq = PairOrderSum(len, [&](int64_t c) {
+              return dS[static_cast<size_t>(r * kb + c)] * K(n0 + c)[d];
+            });
+            float& gqd = gqh[(m0 + r) * hd + d];
+            gqd = R(gqd + scale * sq);
+          }
       }
     }
     for (int64_t t = 0; t < T; ++t) {
       float* dqt = dq + ((b * T + t) * H + h) * hd;
-      for (int64_t d = 0; d < hd; ++d) {
-        const size_t at = static_cast<size_t>(t * hd + d);
-        dqt[d] = R(dqt[d] + R(dq_acc[at] * scale));
-        dk_h[static_cast<size_t>(bh * T * hd) + at] = R(dk_acc[at] * scale);
-        dv_h[static_cast<size_t>(bh * T * hd) + at] = R(dv_acc[at]);
-      }
+      for (int64_t d = 0; d < hd; ++d) dqt[d] = R(dqt[d] + gqh[t * hd + d]);
     }
   }
   // The repeat's backward: kv head g's gradient is the fp32 sum of its query heads', rounded.
@@ -152,9 +250,10 @@ void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float*
         for (int64_t d = 0; d < hd; ++d) {
           float sk = 0, sv = 0;
           for (int64_t r = 0; r < group; ++r) {
-            const size_t at = static_cast<size_t>(((b * H + g * group + r) * T + t) * hd + d);
-            sk += dk_h[at];
-            sv += dv_h[at];
+            const size_t at =
+                static_cast<size_t>(b * H + g * group + r) * per_head + static_cast<size_t>(t * hd + d);
+            sk += gk[at];
+            sv += gv[at];
           }
           const size_t o = static_cast<size_t>(((b * T + t) * KV + g) * hd + d);
           dk[o] = R(dk[o] + R(sk));
