@@ -20,7 +20,8 @@ struct ComputeFlags {
 
   void Add(CLI::App& app) {
     app.add_option("--precision", precision,
-                   "matmul inputs: fp32 | bf16 (bf16-rounded inputs, fp32 accumulation); f32, "
+                   "fp32 | bf16 (bf16-rounded matmul inputs, fp32 accumulation) | bf16-fsdp "
+                   "(every tensor bf16 as torch rounds it under OLMo-core's FSDP bf16); f32, "
                    "float32 and bfloat16 are accepted too")
         ->capture_default_str();
     app.add_option("--isa", isa, "cap on the CPU's instruction set: auto | avx2 | avx512 | amx")

@@ -23,7 +23,7 @@ Precision ParsePrecision(const std::string& text, const std::string& what) {
   std::string lower = text;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "bf16-fsdp") return Precision::kBf16Fsdp;
-  Fail("{}: expected {} or bf16-fsdp, got '{}'", what, kPrecisionSpellings, text);
+  Fail("{}: expected {}, or bf16-fsdp, got '{}'", what, kPrecisionSpellings, text);
 }
 
 }  // namespace replica

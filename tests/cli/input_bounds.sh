@@ -94,7 +94,7 @@ for p in fp32 float32 bfloat16; do
   "$BIN" convert --from "$tmp/ck-$p" --to "$tmp/hf-$p" --dtype $p > /dev/null 2> "$tmp/err"
   check "convert --dtype $p: $(cat "$tmp/err")" "[ $? -eq 0 ]"
 done
-spellings="expected fp32 (or f32, float32) or bf16 (or bfloat16), got 'fp16'"
+spellings="expected fp32 (or f32, float32) or bf16 (or bfloat16), or bf16-fsdp, got 'fp16'"
 refused "eval --precision fp16" "--precision: $spellings" \
   "$BIN" eval --model "$MODEL" --tokenizer bytes --eval "$tmp/held.jsonl" --precision fp16
 refused "parity --precision fp16" "--precision: $spellings" \
