@@ -71,6 +71,7 @@ float FastExp(float x) {
     std::memcpy(&f, &u, 4);
     return f;
   };
+  if (std::isnan(x)) return x;
   if (x < bits_float(0xc2aeac50u)) return 0.0f;
   if (x > bits_float(0x42b17218u)) return std::numeric_limits<float>::infinity();
   const float c0 = 0.00010703434948458272f, c1 = 0.30354260500649682f,
