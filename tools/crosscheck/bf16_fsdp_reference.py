@@ -15,8 +15,8 @@ The model is the fixture's: reordered-norm blocks (h = x + norm(attn(x)); out = 
 QK-norm over the flattened heads, RoPE (theta 500000, full precision), GQA, sliding windows
 32/32/32/full, SwiGLU, untied LM head, z-loss. Window sizes come from `windows`.
 
-The spec of every rounding point is /work/bf16_fsdp_spec.md (written beside this file's
-derivation); this file is its executable form.
+docs/bf16-fsdp-spec.md states every rounding point with its evidence; this file is its
+executable form.
 """
 import numpy as np
 import torch
