@@ -8,10 +8,8 @@
 #include "core/finite.h"
 #include "core/half.h"
 #include "core/huge_pages.h"
-#include "infer/matvec.h"
+#include "model/block.h"
 #include "model/layer_tensors.h"
-#include "ops/cpu/rmsnorm.h"
-#include "ops/cpu/swiglu.h"
 
 namespace replica {
 namespace {
@@ -77,12 +75,9 @@ Decoder::Decoder(InferenceModel& model, int64_t max_context, Weights weights)
   }
   if (weights_ == Weights::kCopied) model_.mutable_weights().CopyToMemory(names);
   matrices_.resize(cache_.size());
-  const std::vector<LayerTensor> layer_matrices = LayerMatrices();
-  Require(layer_matrices.size() == kLayerMatrices, "decoder: {} layer matrices, expected {}",
-          layer_matrices.size(), static_cast<int>(kLayerMatrices));
   for (int64_t l = 0; l < c_.num_layers; ++l)
-    for (int m = 0; m < kLayerMatrices; ++m)
-      matrices_[l][m] = Weight(LayerTensorName(l, layer_matrices[m]));
+    for (LayerTensor t : LayerMatrices())
+      matrices_[l][static_cast<size_t>(t)] = Weight(LayerTensorName(l, t));
   head_ = Weight(HeadName(c_));
   final_norm_.resize(D);
   w.ToF32("model.norm.weight", final_norm_.data());
@@ -92,15 +87,18 @@ Decoder::Decoder(InferenceModel& model, int64_t max_context, Weights weights)
   for (auto* b : {&g_, &u_, &s_}) b->resize(I);
   logits_.resize(V);
   scores_.resize(static_cast<size_t>(H * max_context));
+  rstd_.resize(1);
 }
 
-Decoder::Matrix Decoder::Weight(const std::string& name) const {
+StoredMatrix Decoder::Weight(const std::string& name) const {
   const TensorInfo& t = model_.weights().Get(name);
   Require(t.dtype == DType::kF32 || t.dtype == DType::kBF16,
           "{}: tensor '{}' is stored as {}; decoding reads F32 or BF16 matrices (convert with "
           "`replica convert --dtype bf16`)", model_.weights().FileOf(name), name,
           DTypeName(t.dtype));
-  return {t.dtype, t.data};
+  Require(t.shape.size() == 2, "{}: tensor '{}' has {} dimensions, a matrix has 2",
+          model_.weights().FileOf(name), name, t.shape.size());
+  return {t.dtype, t.data, t.shape[0], t.shape[1]};
 }
 
 std::span<const float> Decoder::Prefill(std::span<const int32_t> prompt) {
@@ -109,7 +107,7 @@ std::span<const float> Decoder::Prefill(std::span<const int32_t> prompt) {
   Require(T <= max_context_,
           "generate: the prompt has {} tokens, more than the context of {} positions", T,
           max_context_);
-  const int64_t D = c_.hidden_size, KVd = c_.num_kv_heads * c_.head_dim, V = c_.vocab_size;
+  const int64_t D = c_.hidden_size, KVd = c_.num_kv_heads * c_.head_dim;
   std::vector<float> xf(static_cast<size_t>(T * D));
   model_.ForwardHidden(prompt.data(), 1, T, xf.data(), [&](int64_t l, const float* k,
                                                           const float* v) {
@@ -121,7 +119,7 @@ std::span<const float> Decoder::Prefill(std::span<const int32_t> prompt) {
     }
   });
   length_ = T;
-  MatVec(head_.dtype, head_.data, xf.data() + (T - 1) * D, V, D, logits_.data());
+  model_.backend().MatVec(head_, xf.data() + (T - 1) * D, logits_.data());
   RequireFiniteLogits(T - 1);
   return logits_;
 }
@@ -139,98 +137,75 @@ void Decoder::RequireFiniteLogits(int64_t pos) const {
        c_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
 }
 
-// One query row q_ [H, hd] at position pos against layer l's cached keys: online softmax per head
-// in fp32, as AttentionForward computes it, over the visible positions in position order.
-void Decoder::Attend(int64_t l, int64_t pos) {
-  const LayerCache& lc = cache_[l];
-  const int64_t H = c_.num_heads, KV = c_.num_kv_heads, hd = c_.head_dim, KVd = KV * hd;
-  const int64_t W = c_.Window(l);
-  const int64_t first = W > 0 ? std::max<int64_t>(0, pos - W + 1) : 0;
-  const int64_t n = pos - first + 1;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-#pragma omp parallel for schedule(static) if (H * n * hd >= (int64_t{1} << 15))
-  for (int64_t head = 0; head < H; ++head) {
-    const int64_t kvh = head / (H / KV);
-    const float* qh = q_.data() + head * hd;
-    float* sc = scores_.data() + head * max_context_;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) {
-      const float* kj = lc.k.data() + ((first + j) % lc.capacity) * KVd + kvh * hd;
-      float dot = 0;
-      for (int64_t d = 0; d < hd; ++d) dot += qh[d] * kj[d];
-      sc[j] = dot * scale;
-      mx = std::max(mx, sc[j]);
-    }
-    double sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      sc[j] = std::exp(sc[j] - mx);
-      sum += sc[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    float* out = att_.data() + head * hd;
-    std::fill(out, out + hd, 0.0f);
-    for (int64_t j = 0; j < n; ++j) {
-      const float* vj = lc.v.data() + ((first + j) % lc.capacity) * KVd + kvh * hd;
-      const float pj = sc[j] * inv;
-      for (int64_t d = 0; d < hd; ++d) out[d] += pj * vj[d];
+// Layer l's BlockSite (model/block.h) for the one row at position pos: projections are matrix-
+// vector products on the stored matrices, RoPE at pos, and attention over the layer's cache after
+// this position's key and value are written into its slot.
+class Decoder::Site final : public BlockSite {
+ public:
+  Site(Decoder& d, int64_t l, int64_t pos) : d_(d), l_(l), pos_(pos) {}
+  void Linear(LayerTensor t, const float* x, int64_t in, int64_t out, float* y) const override {
+    const StoredMatrix& w = d_.matrices_[l_][static_cast<size_t>(t)];
+    Require(w.rows == out && w.cols == in, "decoder: {} is [{}, {}], the block reads [{}, {}]",
+            LayerTensorName(l_, t), w.rows, w.cols, out, in);
+    d_.model_.backend().MatVec(w, x, y);
+  }
+  const float* Norm(LayerTensor t) const override {
+    const int64_t D = d_.c_.hidden_size, Qd = d_.c_.num_heads * d_.c_.head_dim;
+    const int64_t KVd = d_.c_.num_kv_heads * d_.c_.head_dim;
+    const float* n = d_.norms_[l_].data();
+    switch (t) {
+      case LayerTensor::kQNorm: return n;
+      case LayerTensor::kKNorm: return n + Qd;
+      case LayerTensor::kPostAttentionNorm: return n + Qd + KVd;
+      case LayerTensor::kPostFeedforwardNorm: return n + Qd + KVd + D;
+      default: Fail("decoder: {} is not a norm weight", LayerTensorName(l_, t));
     }
   }
-}
+  void Rope(float* q, float* k) const override {
+    const RopeTable& rope = d_.ropes_.ForLayer(l_);
+    RopeRowInPlace(rope, pos_, d_.c_.num_heads, q);
+    RopeRowInPlace(rope, pos_, d_.c_.num_kv_heads, k);
+  }
+  void Attend(const float* q, const float* k, const float* v, float* att,
+              float*) const override {
+    const int64_t KVd = d_.c_.num_kv_heads * d_.c_.head_dim;
+    LayerCache& lc = d_.cache_[l_];
+    const int64_t slot = pos_ % lc.capacity;
+    std::memcpy(lc.k.data() + slot * KVd, k, KVd * sizeof(float));
+    std::memcpy(lc.v.data() + slot * KVd, v, KVd * sizeof(float));
+    const DecodeAttentionShape s{d_.c_.num_heads, d_.c_.num_kv_heads, d_.c_.head_dim,
+                                 d_.c_.Window(l_), lc.capacity, pos_};
+    d_.model_.backend().AttentionDecode(s, q, lc.k.data(), lc.v.data(), att,
+                                        d_.scores_.data());
+  }
+
+ private:
+  Decoder& d_;
+  int64_t l_, pos_;
+};
 
 std::span<const float> Decoder::Step(int32_t token) {
   Require(length_ >= 1, "decoder: Step before Prefill");
   Require(length_ < max_context_, "generate: the context of {} positions is full", max_context_);
   const int64_t D = c_.hidden_size, I = c_.intermediate_size, H = c_.num_heads;
-  const int64_t KV = c_.num_kv_heads, hd = c_.head_dim, Qd = H * hd, KVd = KV * hd;
+  const int64_t Qd = H * c_.head_dim, KVd = c_.num_kv_heads * c_.head_dim;
   const int64_t V = c_.vocab_size;
   const double eps = c_.rms_norm_eps;
   Require(token >= 0 && token < V, "generate: token id {} is outside the vocabulary [0, {})",
           token, V);
   const int64_t pos = length_;
-  // Embedding row, widened.
-  {
-    const TensorInfo& e = model_.weights().Get("model.embed_tokens.weight");
-    for (int64_t j = 0; j < D; ++j) {
-      const uint8_t* p = e.data + (static_cast<size_t>(token) * D + j) * DTypeSize(e.dtype);
-      uint16_t h;
-      if (e.dtype == DType::kF32) {
-        std::memcpy(&x_[j], p, 4);
-      } else {
-        std::memcpy(&h, p, 2);
-        x_[j] = e.dtype == DType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
-      }
-    }
-  }
-  float rstd;
-  for (int64_t l = 0; l < c_.num_layers; ++l) {
-    const float* n = norms_[l].data();
-    auto mv = [&](int m, const float* in, int64_t rows, int64_t cols, float* out) {
-      const Matrix& w = matrices_[l][m];
-      MatVec(w.dtype, w.data, in, rows, cols, out);
-    };
-    mv(kQ, x_.data(), Qd, D, q_raw_.data());
-    mv(kK, x_.data(), KVd, D, k_raw_.data());
-    mv(kV, x_.data(), KVd, D, v_.data());
-    RMSNormForward(q_raw_.data(), n, 1, Qd, eps, q_.data(), &rstd);
-    RMSNormForward(k_raw_.data(), n + Qd, 1, KVd, eps, k_.data(), &rstd);
-    const RopeTable& rope = ropes_.ForLayer(l);
-    RopeRowInPlace(rope, pos, H, q_.data());
-    RopeRowInPlace(rope, pos, KV, k_.data());
-    LayerCache& lc = cache_[l];
-    const int64_t slot = pos % lc.capacity;
-    std::memcpy(lc.k.data() + slot * KVd, k_.data(), KVd * sizeof(float));
-    std::memcpy(lc.v.data() + slot * KVd, v_.data(), KVd * sizeof(float));
-    Attend(l, pos);
-    mv(kO, att_.data(), D, Qd, a_.data());
-    RMSNormAddForward(a_.data(), n + Qd + KVd, x_.data(), 1, D, eps, h_.data(), &rstd);
-    mv(kGate, h_.data(), I, D, g_.data());
-    mv(kUp, h_.data(), I, D, u_.data());
-    SwiGLUForward(g_.data(), u_.data(), I, s_.data());
-    mv(kDown, s_.data(), D, I, m_.data());
-    RMSNormAddForward(m_.data(), n + Qd + KVd + D, h_.data(), 1, D, eps, x_.data(), &rstd);
-  }
-  RMSNormForward(x_.data(), final_norm_.data(), 1, D, eps, xf_.data(), &rstd);
-  MatVec(head_.dtype, head_.data, xf_.data(), V, D, logits_.data());
+  const Backend& ops = model_.backend();
+  const TensorInfo& e = model_.weights().Get("model.embed_tokens.weight");
+  ops.EmbeddingForwardStored({e.dtype, e.data, V, D}, &token, 1, x_.data());
+  float* rstd = rstd_.data();
+  const BlockActivations a{x_.data(), q_raw_.data(), k_raw_.data(), v_.data(),  q_.data(),
+                           k_.data(), rstd,          rstd,          att_.data(), nullptr,
+                           a_.data(), rstd,          h_.data(),     g_.data(),   u_.data(),
+                           s_.data(), m_.data(),     rstd};
+  for (int64_t l = 0; l < c_.num_layers; ++l)
+    BlockForward(ops, {1, D, I, Qd, KVd, eps}, Site(*this, l, pos), a, x_.data());
+  ops.RMSNormForward(x_.data(), final_norm_.data(), 1, D, eps, xf_.data(), rstd);
+  ops.MatVec(head_, xf_.data(), logits_.data());
   RequireFiniteLogits(pos);
   length_ = pos + 1;
   return logits_;

@@ -1,9 +1,9 @@
 // Token-by-token decoding with a KV cache over memory-mapped weights (model_weights.h).
 //
 // Prefill runs the prompt through InferenceModel's layer-by-layer forward and keeps each layer's
-// post-RoPE keys and values; every later Step(token) computes one position with matrix-vector
-// products straight from the stored weights (fp32 or bf16, see matvec.h), so a step reads each
-// weight byte once. A full-attention layer's cache holds every position up to max_context; a
+// post-RoPE keys and values; every later Step(token) runs each layer's block (model/block.h) for
+// one position on the model's Backend, its projections matrix-vector products straight from the
+// stored weights (fp32 or bf16, Backend::MatVec), so a step reads each weight byte once. A full-attention layer's cache holds every position up to max_context; a
 // sliding layer's holds only its window W, as a ring buffer (position p in slot p mod W): the
 // query at position i sees keys i-W < j <= i, exactly the last W. The logits a step returns equal
 // a full forward's logits at that position to fp32 rounding (checked by the tests).
@@ -16,6 +16,8 @@
 
 #include "infer/inference_model.h"
 #include "infer/layer_ropes.h"
+#include "model/layer_tensors.h"
+#include "ops/stored_matrix.h"
 
 namespace replica {
 
@@ -56,14 +58,8 @@ class Decoder {
     int64_t capacity = 0;  // slots: W for a sliding layer, max_context for a full one
     std::vector<float> k, v;  // [capacity, KV*hd]
   };
-  struct Matrix {
-    DType dtype;
-    const void* data;
-  };
-  Matrix Weight(const std::string& name) const;
-  // The seven matrices of a layer, in the order a step reads them.
-  enum { kQ, kK, kV, kO, kGate, kUp, kDown, kLayerMatrices };
-  void Attend(int64_t l, int64_t pos);  // q_ -> att_ over the cache of layer l
+  class Site;  // one layer's BlockSite at one position (model/block.h)
+  StoredMatrix Weight(const std::string& name) const;
   // Error naming the position and the first bad vocabulary id unless logits_ are all finite.
   void RequireFiniteLogits(int64_t pos) const;
 
@@ -72,15 +68,16 @@ class Decoder {
   int64_t max_context_ = 0, length_ = 0;
   uint64_t step_weight_bytes_ = 0;
   Weights weights_ = Weights::kMapped;
-  std::vector<std::array<Matrix, kLayerMatrices>> matrices_;  // per layer
-  Matrix head_{};
+  // Per layer, indexed by LayerTensor: the matmul weights as stored (norm slots stay empty).
+  std::vector<std::array<StoredMatrix, kLayerTensorCount>> matrices_;
+  StoredMatrix head_{};
   LayerRopes ropes_;
   std::vector<LayerCache> cache_;
   std::vector<std::vector<float>> norms_;  // per layer: q_norm, k_norm, attn_norm, ff_norm (fp32)
   std::vector<float> final_norm_;
   // One position's activations.
   std::vector<float> x_, q_raw_, k_raw_, v_, q_, k_, att_, a_, h_, g_, u_, s_, m_, xf_, logits_,
-      scores_;
+      scores_, rstd_;
 };
 
 }  // namespace replica

@@ -1,57 +1,56 @@
 #include "infer/inference_model.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
-#include "core/half.h"
+#include "model/block.h"
 #include "model/layer_tensors.h"
 
 namespace replica {
 namespace {
 
-// The per-layer tensors (model/layer_tensors.h), laid out in the layer buffer in table order;
-// slot t is table entry t.
-enum Slot { kQ, kK, kV, kO, kQNorm, kKNorm, kGate, kUp, kDown, kAttnNorm, kFfNorm, kCount };
-static_assert(kCount == kLayerTensorCount);
-
 std::string LayerName(int64_t l, int t) {
   return LayerTensorName(l, LayerTensorTable()[static_cast<size_t>(t)].id);
 }
 
-// Copies the embedding rows of tokens [N] into x [N, D], widening from the stored dtype.
-void Embed(const ModelWeights& w, const int32_t* tokens, int64_t N, int64_t D, float* x) {
-  const TensorInfo& e = w.Get("model.embed_tokens.weight");
-  const size_t esize = DTypeSize(e.dtype);
-#pragma omp parallel for schedule(static) if (N * D >= (int64_t{1} << 15))
-  for (int64_t i = 0; i < N; ++i) {
-    const uint8_t* row = e.data + static_cast<size_t>(tokens[i]) * D * esize;
-    float* out = x + i * D;
-    for (int64_t j = 0; j < D; ++j) {
-      uint16_t h;
-      switch (e.dtype) {
-        case DType::kF32:
-          std::memcpy(out + j, row + 4 * j, 4);
-          break;
-        case DType::kBF16:
-          std::memcpy(&h, row + 2 * j, 2);
-          out[j] = Bf16ToF32(h);
-          break;
-        default:
-          std::memcpy(&h, row + 2 * j, 2);
-          out[j] = F16ToF32(h);
-          break;
-      }
-    }
+// Layer l's BlockSite (model/block.h) over the layer's widened fp32 weights, slot t holding table
+// entry t: positions 0..T-1 in every row, attention over the row's own keys; the post-RoPE keys
+// and values go to the caller's sink first.
+class EvalSite final : public BlockSite {
+ public:
+  EvalSite(const Backend& ops, const float* const* p, const RopeTable& rope,
+           const AttentionShape& shape, int64_t l, const InferenceModel::KvSink& sink)
+      : ops_(ops), p_(p), rope_(rope), shape_(shape), l_(l), sink_(sink) {}
+  void Linear(LayerTensor t, const float* x, int64_t in, int64_t out, float* y) const override {
+    ops_.LinearForward(x, p_[static_cast<int>(t)], shape_.B * shape_.T, in, out, y);
   }
-}
+  const float* Norm(LayerTensor t) const override { return p_[static_cast<int>(t)]; }
+  void Rope(float* q, float* k) const override {
+    ops_.RopeForward(rope_, q, shape_.B, shape_.T, shape_.H, q);
+    ops_.RopeForward(rope_, k, shape_.B, shape_.T, shape_.KV, k);
+  }
+  void Attend(const float* q, const float* k, const float* v, float* att,
+              float* lse) const override {
+    if (sink_) sink_(l_, k, v);
+    ops_.AttentionForward(shape_, q, k, v, att, lse);
+  }
+
+ private:
+  const Backend& ops_;
+  const float* const* p_;
+  const RopeTable& rope_;
+  AttentionShape shape_;
+  int64_t l_;
+  const InferenceModel::KvSink& sink_;
+};
 
 }  // namespace
 
 InferenceModel::InferenceModel(ModelWeights weights, const Backend& backend)
     : weights_(std::move(weights)), ops_(&backend) {
   size_t n = 0;
-  for (int t = 0; t < kCount; ++t) n += static_cast<size_t>(weights_.Get(LayerName(0, t)).numel());
+  for (int t = 0; t < kLayerTensorCount; ++t)
+    n += static_cast<size_t>(weights_.Get(LayerName(0, t)).numel());
   layer_buf_.resize(n);
 }
 
@@ -69,7 +68,7 @@ void InferenceModel::Validate(const int32_t* tokens, const int32_t* labels, int6
 
 void InferenceModel::WidenLayer(int64_t l) {
   float* p = layer_buf_.data();
-  for (int t = 0; t < kCount; ++t) {
+  for (int t = 0; t < kLayerTensorCount; ++t) {
     const std::string name = LayerName(l, t);
     weights_.ToF32(name, p);
     if (release_pages_) weights_.Release(name);
@@ -93,7 +92,8 @@ void InferenceModel::LogitsRows(const float* xf, int64_t rows, float* logits) {
   ops_->LmHeadLogits(xf, lm_head_.data(), rows, config().hidden_size, config().vocab_size, logits);
 }
 
-// Layer l: h = x + RMSNorm(Attn(x)); out = h + RMSNorm(MLP(h)) — Olmo3Model's LayerForward.
+// Every layer's block (model/block.h) as Olmo3Model's forward runs it, one layer's weights widened
+// at a time.
 void InferenceModel::ForwardHidden(const int32_t* tokens, int64_t B, int64_t T, float* xf,
                                    const KvSink& kv_sink) {
   const ModelConfig& c = config();
@@ -106,33 +106,22 @@ void InferenceModel::ForwardHidden(const int32_t* tokens, int64_t B, int64_t T, 
   std::vector<float> x(N * D), q_raw(N * Qd), k_raw(N * KVd), v(N * KVd), q(N * Qd), k(N * KVd),
       att(N * Qd), a(N * D), h(N * D), g(N * I), u(N * I), s(N * I), m(N * D), lse(N * H),
       rstd(N);
-  Embed(weights_, tokens, N, D, x.data());
+  const BlockActivations acts{x.data(),   q_raw.data(), k_raw.data(), v.data(),    q.data(),
+                              k.data(),   rstd.data(),  rstd.data(),  att.data(),  lse.data(),
+                              a.data(),   rstd.data(),  h.data(),     g.data(),    u.data(),
+                              s.data(),   m.data(),     rstd.data()};
+  const TensorInfo& e = weights_.Get("model.embed_tokens.weight");
+  ops_->EmbeddingForwardStored({e.dtype, e.data, c.vocab_size, D}, tokens, N, x.data());
   for (int64_t l = 0; l < c.num_layers; ++l) {
     WidenLayer(l);
-    const float* p[kCount];
+    const float* p[kLayerTensorCount];
     const float* at = layer_buf_.data();
-    for (int t = 0; t < kCount; ++t) {
+    for (int t = 0; t < kLayerTensorCount; ++t) {
       p[t] = at;
       at += weights_.Get(LayerName(l, t)).numel();
     }
-    const RopeTable& rope = ropes_.ForLayer(l);
-    ops_->LinearForward(x.data(), p[kQ], N, D, Qd, q_raw.data());
-    ops_->LinearForward(x.data(), p[kK], N, D, KVd, k_raw.data());
-    ops_->LinearForward(x.data(), p[kV], N, D, KVd, v.data());
-    ops_->RMSNormForward(q_raw.data(), p[kQNorm], N, Qd, eps, q.data(), rstd.data());
-    ops_->RMSNormForward(k_raw.data(), p[kKNorm], N, KVd, eps, k.data(), rstd.data());
-    ops_->RopeForward(rope, q.data(), B, T, H, q.data());
-    ops_->RopeForward(rope, k.data(), B, T, KV, k.data());
-    if (kv_sink) kv_sink(l, k.data(), v.data());
-    ops_->AttentionForward({B, T, H, KV, hd, c.Window(l)}, q.data(), k.data(), v.data(), att.data(),
-                     lse.data());
-    ops_->LinearForward(att.data(), p[kO], N, Qd, D, a.data());
-    ops_->RMSNormAddForward(a.data(), p[kAttnNorm], x.data(), N, D, eps, h.data(), rstd.data());
-    ops_->LinearForward(h.data(), p[kGate], N, D, I, g.data());
-    ops_->LinearForward(h.data(), p[kUp], N, D, I, u.data());
-    ops_->SwiGLUForward(g.data(), u.data(), N * I, s.data());
-    ops_->LinearForward(s.data(), p[kDown], N, I, D, m.data());
-    ops_->RMSNormAddForward(m.data(), p[kFfNorm], h.data(), N, D, eps, x.data(), rstd.data());
+    const EvalSite site(*ops_, p, ropes_.ForLayer(l), {B, T, H, KV, hd, c.Window(l)}, l, kv_sink);
+    BlockForward(*ops_, {N, D, I, Qd, KVd, eps}, site, acts, x.data());
   }
   std::vector<float> final_norm(D);
   weights_.ToF32("model.norm.weight", final_norm.data());

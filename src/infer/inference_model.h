@@ -1,8 +1,8 @@
 // The Olmo 3 forward for evaluation and parity over memory-mapped weights (model_weights.h),
 // keeping no training activations: the stack runs layer by layer, each layer's weights widened to
 // fp32 just before it runs (one layer's fp32 copy exists at a time, and the stored pages are
-// released after), through the same ops in the same order as Olmo3Model's forward, run by the
-// Backend given (ops/backend.h; the fp32 CPU one unless another is given). On the same
+// released after), each layer the block Olmo3Model's forward runs (model/block.h), on the Backend
+// given (ops/backend.h). On the same
 // (fp32-representable) weights the hidden states are therefore bit-identical to the training
 // forward's, and so are ForwardLoss and ForwardLogits with chunk_rows >= B*T.
 //
@@ -27,6 +27,7 @@ class InferenceModel {
   explicit InferenceModel(ModelWeights weights, const Backend& backend);
 
   const ModelConfig& config() const { return weights_.config(); }
+  const Backend& backend() const { return *ops_; }
   const ModelWeights& weights() const { return weights_; }
   ModelWeights& mutable_weights() { return weights_; }  // e.g. to copy some into memory
 
@@ -55,7 +56,6 @@ class InferenceModel {
   void set_release_pages(bool release) { release_pages_ = release; }
 
  private:
-  struct Layer;  // one layer's weights widened to fp32
   void WidenLayer(int64_t l);
   void WidenLmHead();  // no-op when already widened
   void Validate(const int32_t* tokens, const int32_t* labels, int64_t N) const;

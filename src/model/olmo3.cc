@@ -1,7 +1,7 @@
 // The Olmo 3 forward and backward (docs/design.md §3; math in tests/data/olmo3/README.md).
 //
-// One layer's forward is the flat list of op calls in LayerForward; LayerBackward below it is the
-// same list read bottom-up. Every op is a call on the Backend the model was built over
+// One layer's forward is the block of model/block.h (the list of op calls that evaluation and
+// decoding run too), over this model's Site; LayerBackward below is that list read bottom-up. Every op is a call on the Backend the model was built over
 // (ops/backend.h), so no arithmetic on tensors happens here. The activations the backward needs
 // live in one preallocated arena: what the recompute policy keeps (model/recompute.h) per layer,
 // what it recomputes in one working set shared by all layers, refilled in backward by re-issuing
@@ -18,6 +18,7 @@
 
 #include "core/profile.h"
 #include "core/error.h"
+#include "model/block.h"
 #include "model/document_rope.h"
 #include "model/layer_tensors.h"
 #include "ops/document_mask.h"
@@ -62,6 +63,23 @@ struct LayerTensors {
   F* down_proj;  // [D, I]
   F* attn_norm;  // [D]  post_attention_layernorm
   F* ff_norm;    // [D]  post_feedforward_layernorm
+
+  F* operator[](LayerTensor t) const {
+    switch (t) {
+      case LayerTensor::kQProj: return q_proj;
+      case LayerTensor::kKProj: return k_proj;
+      case LayerTensor::kVProj: return v_proj;
+      case LayerTensor::kOProj: return o_proj;
+      case LayerTensor::kQNorm: return q_norm;
+      case LayerTensor::kKNorm: return k_norm;
+      case LayerTensor::kGateProj: return gate_proj;
+      case LayerTensor::kUpProj: return up_proj;
+      case LayerTensor::kDownProj: return down_proj;
+      case LayerTensor::kPostAttentionNorm: return attn_norm;
+      case LayerTensor::kPostFeedforwardNorm: return ff_norm;
+    }
+    return nullptr;
+  }
 };
 
 // Where each layer tensor starts, relative to its unit's first float.
@@ -76,28 +94,10 @@ struct LayerOffsets {
   }
 };
 
-// What the backward of one layer needs from its forward. N = max_batch * max_seq rows. Under a
-// recompute policy the recomputed values of every layer point at the same working-set buffers.
-struct LayerActivations {
-  float* x;               // [N, D]      layer input (residual stream)
-  float* q_raw;           // [N, H*hd]   x q_proj^T
-  float* k_raw;           // [N, KV*hd]  x k_proj^T
-  float* v;               // [N, KV*hd]  x v_proj^T
-  float* q;               // [N, H*hd]   rope(RMSNorm(q_raw))
-  float* k;               // [N, KV*hd]  rope(RMSNorm(k_raw))
-  float* rstd_q;          // [N]
-  float* rstd_k;          // [N]
-  float* att;             // [N, H*hd]   attention output, heads concatenated
-  float* lse;             // [B, H, T]   attention log-sum-exp
-  float* a;               // [N, D]      att o_proj^T
-  float* rstd_a;          // [N]
-  float* h;               // [N, D]      x + RMSNorm(a)
-  float* g;               // [N, I]      h gate_proj^T
-  float* u;               // [N, I]      h up_proj^T
-  float* s;               // [N, I]      silu(g) * u
-  float* m;               // [N, D]      s down_proj^T
-  float* rstd_m;          // [N]
-};
+// What the backward of one layer needs from its forward (model/block.h). N = max_batch * max_seq
+// rows. Under a recompute policy the recomputed values of every layer point at the same
+// working-set buffers.
+using LayerActivations = BlockActivations;
 
 // Gradients of one layer's intermediate values, shared by all layers (one layer's backward at a
 // time). Carved for the call's N = B*T rows out of one region, so zeroing them is one call.
@@ -245,9 +245,11 @@ struct Olmo3Model::Impl : ActivationBuffers {
   // The LM head weights [V, D] for a head unit acquired at `head`; acquires unit 0 when tied.
   const float* AcquireLmHead(const float* head);
   void ReleaseHead();
+  class Site;  // layer l's BlockSite: the unit's fp32 weights, the batch's positions and keys
+  BlockDims Dims(int64_t B, int64_t T) const {
+    return {B * T, D, I, Qd, KVd, config.rms_norm_eps};
+  }
   void LayerForward(int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p);
-  void MlpProjections(int64_t l, int64_t B, int64_t T,
-                      const LayerTensors<const float>& p);  // h -> g, u, s, m
   // Refills the working set with layer l's recomputed values (the policy's part of its forward).
   void RecomputeLayer(int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p);
   void LayerBackward(int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p,
@@ -345,37 +347,35 @@ void Olmo3Model::Impl::RopeBackward(const RopeTable& rope, const float* dy, int6
                        static_cast<int64_t>(cu_doc_lens.size()), dy, B, T, heads, dx);
 }
 
-// One Olmo 3 block: h = x + RMSNorm(Attn(x)); out = h + RMSNorm(MLP(h)).
+class Olmo3Model::Impl::Site final : public BlockSite {
+ public:
+  Site(const Impl& m, int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p)
+      : m_(m), l_(l), B_(B), T_(T), p_(p) {}
+  void Linear(LayerTensor t, const float* x, int64_t in, int64_t out, float* y) const override {
+    m_.ops.LinearForward(x, p_[t], B_ * T_, in, out, y);
+  }
+  const float* Norm(LayerTensor t) const override { return p_[t]; }
+  void Rope(float* q, float* k) const override {
+    const RopeTable& rope = m_.ropes[m_.rope_of_layer[l_]];
+    m_.RopeForward(rope, q, B_, T_, m_.H);
+    m_.RopeForward(rope, k, B_, T_, m_.KV);
+  }
+  void Attend(const float* q, const float* k, const float* v, float* att,
+              float* lse) const override {
+    m_.ops.AttentionForward(m_.Shape(l_, B_, T_), q, k, v, att, lse);
+  }
+
+ private:
+  const Impl& m_;
+  int64_t l_, B_, T_;
+  const LayerTensors<const float>& p_;
+};
+
+// Layer l's block (model/block.h); its output is the next layer's input (or final_in).
 void Olmo3Model::Impl::LayerForward(int64_t l, int64_t B, int64_t T,
                                     const LayerTensors<const float>& p) {
-  const int64_t N = B * T;
-  LayerActivations& a = acts[l];
-  float* out = l + 1 < L ? acts[l + 1].x : final_in;
-  // Attention, with QK-norm over the whole projection, then RoPE.
-  ops.LinearForward(a.x, p.q_proj, N, D, Qd, a.q_raw);
-  ops.LinearForward(a.x, p.k_proj, N, D, KVd, a.k_raw);
-  ops.LinearForward(a.x, p.v_proj, N, D, KVd, a.v);
-  ops.RMSNormForward(a.q_raw, p.q_norm, N, Qd, config.rms_norm_eps, a.q, a.rstd_q);
-  ops.RMSNormForward(a.k_raw, p.k_norm, N, KVd, config.rms_norm_eps, a.k, a.rstd_k);
-  const RopeTable& rope = ropes[rope_of_layer[l]];
-  RopeForward(rope, a.q, B, T, H);
-  RopeForward(rope, a.k, B, T, KV);
-  ops.AttentionForward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse);
-  ops.LinearForward(a.att, p.o_proj, N, Qd, D, a.a);
-  ops.RMSNormAddForward(a.a, p.attn_norm, a.x, N, D, config.rms_norm_eps, a.h, a.rstd_a);
-  // SwiGLU MLP.
-  MlpProjections(l, B, T, p);
-  ops.RMSNormAddForward(a.m, p.ff_norm, a.h, N, D, config.rms_norm_eps, out, a.rstd_m);
-}
-
-void Olmo3Model::Impl::MlpProjections(int64_t l, int64_t B, int64_t T,
-                                      const LayerTensors<const float>& p) {
-  const int64_t N = B * T;
-  LayerActivations& a = acts[l];
-  ops.LinearForward(a.h, p.gate_proj, N, D, I, a.g);
-  ops.LinearForward(a.h, p.up_proj, N, D, I, a.u);
-  ops.SwiGLUForward(a.g, a.u, N * I, a.s);
-  ops.LinearForward(a.s, p.down_proj, N, I, D, a.m);
+  BlockForward(ops, Dims(B, T), Site(*this, l, B, T, p), acts[l],
+               l + 1 < L ? acts[l + 1].x : final_in);
 }
 
 // mlp: the MLP's projections from the kept h (rstd_m is kept). full: the whole layer from the kept
@@ -383,7 +383,7 @@ void Olmo3Model::Impl::MlpProjections(int64_t l, int64_t B, int64_t T,
 // is the same bits that are there.
 void Olmo3Model::Impl::RecomputeLayer(int64_t l, int64_t B, int64_t T,
                                       const LayerTensors<const float>& p) {
-  if (recompute == Recompute::kMlp) MlpProjections(l, B, T, p);
+  if (recompute == Recompute::kMlp) BlockMlp(ops, Dims(B, T), Site(*this, l, B, T, p), acts[l]);
   if (recompute == Recompute::kFull) LayerForward(l, B, T, p);
 }
 

@@ -20,4 +20,16 @@ struct AttentionShape {
   int64_t num_cu_doc_lens = 0;
 };
 
+// One decoding step's attention (Backend::AttentionDecode): the query of position `pos`, q [H, hd],
+// against one layer's key/value cache of `capacity` slots, k and v [capacity, KV, hd], where
+// position p sits in slot p mod capacity. The query sees positions max(0, pos - window + 1) .. pos
+// (window 0: every position from 0), all of which the cache must still hold: capacity >= the
+// visible count. out [H, hd].
+struct DecodeAttentionShape {
+  int64_t H, KV, hd;
+  int64_t window;    // 0 = full causal
+  int64_t capacity;  // cache slots
+  int64_t pos;       // the query's position
+};
+
 }  // namespace replica

@@ -27,6 +27,7 @@
 #include "ops/lm_head_workspace.h"  // CrossEntropySums, LmHeadWorkspace
 #include "ops/precision.h"
 #include "ops/rope_table.h"
+#include "ops/stored_matrix.h"
 
 namespace replica {
 
@@ -110,6 +111,22 @@ class Backend {
   // Full logits for evaluation and parity: x [N, D]; W [V, D]; writes logits [N, V] = x Wᵀ.
   virtual void LmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
                             float* logits) const = 0;
+
+  // ---- Inference over stored weights (evaluation and cached decoding) -------------------------
+  // Weights are read in the dtype their file keeps (ops/stored_matrix.h); arithmetic is fp32.
+
+  // embedding.h. out [N, D] = the rows tokens [N] of table [V, D] (F32, BF16 or F16), widened.
+  virtual void EmbeddingForwardStored(const StoredMatrix& table, const int32_t* tokens, int64_t N,
+                                      float* out) const = 0;
+  // matvec.h. y [W.rows] = W x for W stored as F32 or BF16 and x [W.cols]: one decoding step's
+  // projection, summed in matvec.h's fixed order (not a GEMM's), so a step's bits do not depend
+  // on the thread count or the SIMD width.
+  virtual void MatVec(const StoredMatrix& W, const float* x, float* y) const = 0;
+  // attention_decode.h. One position's attention against one layer's key/value cache
+  // (DecodeAttentionShape): q [H, hd]; writes out [H, hd]; scores is scratch [H, capacity].
+  virtual void AttentionDecode(const DecodeAttentionShape& s, const float* q,
+                               const float* k_cache, const float* v_cache, float* out,
+                               float* scores) const = 0;
 
   // ---- Buffer math (gradients, optimizer state, checkpoints, collectives) ---------------------
   // All elementwise: element i's result depends only on element i's inputs.

@@ -35,4 +35,14 @@ float* LmHeadWorkspace::e_times_w(int64_t D) {
   return e_times_w_.data();
 }
 
+void LmHeadWorkspace::AddChunkSums(const int32_t* labels, int64_t rows,
+                                   CrossEntropySums& sums) const {
+  for (int64_t i = 0; i < rows; ++i) {
+    if (labels[i] == kIgnoreLabel) continue;
+    sums.ce_sum += ce_[static_cast<size_t>(i)];
+    sums.lse_sq_sum += lse_[static_cast<size_t>(i)] * lse_[static_cast<size_t>(i)];
+    sums.tokens += 1;
+  }
+}
+
 }  // namespace replica

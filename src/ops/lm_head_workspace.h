@@ -34,6 +34,9 @@ class LmHeadWorkspace {
   float* row_max() { return max_.data(); }
   double* row_sum() { return sum_.data(); }  // Σ exp(logit - row_max)
   float* row_coef() { return coef_.data(); }  // backward's per-row label-entry gradient d_y
+  // Adds a chunk's rows (their lse() and ce(); labels [rows] are the chunk's) to `sums` in row
+  // order, skipping ignored labels.
+  void AddChunkSums(const int32_t* labels, int64_t rows, CrossEntropySums& sums) const;
   // Backward scratch of [chunk_rows, D], sized on first use and kept.
   float* scaled_x(int64_t D);
   float* e_times_w(int64_t D);

@@ -18,7 +18,7 @@
 #include "infer/decoder.h"
 #include "infer/generate.h"
 #include "infer/inference_model.h"
-#include "infer/matvec.h"
+#include "ops/cpu/matvec.h"
 #include "infer/model_weights.h"
 #include "infer/sampler.h"
 #include "io/safetensors.h"

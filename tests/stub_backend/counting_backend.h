@@ -89,6 +89,17 @@ class CountingBackend final : public Backend {
                     float* logits) const override {
     Matmul().LmHeadLogits(x, W, N, D, V, logits);
   }
+  void EmbeddingForwardStored(const StoredMatrix& table, const int32_t* tokens, int64_t N,
+                              float* out) const override {
+    Cpu().EmbeddingForwardStored(table, tokens, N, out);
+  }
+  void MatVec(const StoredMatrix& W, const float* x, float* y) const override {
+    Matmul().MatVec(W, x, y);
+  }
+  void AttentionDecode(const DecodeAttentionShape& s, const float* q, const float* k_cache,
+                       const float* v_cache, float* out, float* scores) const override {
+    Matmul().AttentionDecode(s, q, k_cache, v_cache, out, scores);
+  }
   void Zero(float* x, int64_t n) const override { Cpu().Zero(x, n); }
   void Copy(float* dst, const float* src, int64_t n) const override { Cpu().Copy(dst, src, n); }
   void AddInto(float* acc, const float* x, int64_t n) const override { Cpu().AddInto(acc, x, n); }

@@ -14,10 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "core/half.h"
 #include "ops/backend.h"
 #include "ops/cpu/cpu_backend.h"
 #include "ops/cpu/rope.h"
 #include "ops/op_test_util.h"
+#include "ops/stored_matrix.h"
 
 namespace replica::testing {
 
@@ -191,6 +193,67 @@ inline void ExpectBackendMatchesCpu(const Backend& be, bool rounds_every_tensor 
     ExpectClose(s + "AdamW p", p, pr, ew);
     ExpectClose(s + "AdamW m", m, mr, ew);
     ExpectClose(s + "AdamW v", v, vr, ew);
+  }
+
+  // Inference over stored weights. Each op against the table's training op on the same values
+  // (the stored matrix widened to fp32): the embedding exactly, the matrix-vector product and
+  // the cached attention to the matmul tolerance; and against the fp32 CPU backend.
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (auto [rows, cols] : std::vector<std::array<int64_t, 2>>{{1, 1}, {5, 7}, {33, 70}}) {
+      const std::string s = tag + DTypeName(dt) + " rows" + std::to_string(rows) + " cols" +
+                            std::to_string(cols) + " ";
+      const auto w = rnd(rows * cols, 0.3f);
+      std::vector<uint16_t> half(w.size());
+      std::vector<float> wide(w.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        half[i] = dt == DType::kBF16 ? F32ToBf16(w[i]) : F32ToF16(w[i]);
+        wide[i] = dt == DType::kF32    ? w[i]
+                  : dt == DType::kBF16 ? Bf16ToF32(half[i])
+                                       : F16ToF32(half[i]);
+      }
+      const StoredMatrix m{dt, dt == DType::kF32 ? static_cast<const void*>(w.data()) : half.data(),
+                           rows, cols};
+      const int64_t N = 2 * rows + 1;
+      std::vector<int32_t> tokens(N);
+      for (int64_t i = 0; i < N; ++i) tokens[i] = static_cast<int32_t>((i * 3) % rows);
+      std::vector<float> e(N * cols), er(N * cols);
+      be.EmbeddingForwardStored(m, tokens.data(), N, e.data());
+      ref.EmbeddingForward(wide.data(), tokens.data(), N, cols, er.data());
+      EXPECT_EQ(e, er) << s << "EmbeddingForwardStored";
+      if (dt == DType::kF16) continue;  // a decode step's matrices are F32 or BF16
+      const auto x = rnd(cols);
+      std::vector<float> y(rows), yl(rows), yr(rows);
+      be.MatVec(m, x.data(), y.data());
+      ref.LinearForward(x.data(), wide.data(), 1, cols, rows, yl.data());
+      ref.MatVec(m, x.data(), yr.data());
+      ExpectClose(s + "MatVec vs Linear", y, yl, mm);
+      ExpectClose(s + "MatVec", y, yr, ew);
+    }
+  }
+  // The cached attention of the last position against AttentionForward's last row, with the
+  // keys and values laid in a ring of `capacity` slots (position p in slot p % capacity).
+  for (auto [T, H, KV, hd, window] : std::vector<std::array<int64_t, 5>>{
+           {1, 1, 1, 2, 0}, {9, 4, 2, 8, 0}, {17, 4, 1, 16, 1}, {33, 2, 2, 4, 64}, {40, 6, 3, 8, 7}}) {
+    const std::string s = tag + "AttentionDecode T" + std::to_string(T) + " window" +
+                          std::to_string(window) + " ";
+    const AttentionShape a{1, T, H, KV, hd, window};
+    const int64_t KVd = KV * hd, capacity = window > 0 ? std::min(window, T) : T;
+    auto q = rnd(T * H * hd), k = rnd(T * KVd), v = rnd(T * KVd);
+    std::vector<float> o(T * H * hd), lse(H * T);
+    ref.AttentionForward(a, q.data(), k.data(), v.data(), o.data(), lse.data());
+    std::vector<float> kc(capacity * KVd), vc(capacity * KVd);
+    for (int64_t p = std::max<int64_t>(0, T - capacity); p < T; ++p) {
+      std::copy(k.begin() + p * KVd, k.begin() + (p + 1) * KVd, kc.begin() + (p % capacity) * KVd);
+      std::copy(v.begin() + p * KVd, v.begin() + (p + 1) * KVd, vc.begin() + (p % capacity) * KVd);
+    }
+    const DecodeAttentionShape d{H, KV, hd, window, capacity, T - 1};
+    std::vector<float> out(H * hd), outr(H * hd), sc(H * capacity);
+    be.AttentionDecode(d, q.data() + (T - 1) * H * hd, kc.data(), vc.data(), out.data(), sc.data());
+    ref.AttentionDecode(d, q.data() + (T - 1) * H * hd, kc.data(), vc.data(), outr.data(),
+                        sc.data());
+    ExpectClose(s + "vs AttentionForward", out,
+                std::vector<float>(o.begin() + (T - 1) * H * hd, o.end()), mm);
+    ExpectClose(s + "vs the CPU backend", out, outr, ew);
   }
 
   // Embedding (repeated tokens) and the LM head (labels ignored: none, some, all).

@@ -20,6 +20,9 @@
 #include "checkpoint/writer.h"
 #include "core/threads.h"
 #include "hf/hf_weights.h"
+#include "infer/decoder.h"
+#include "infer/inference_model.h"
+#include "infer/model_weights.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 #include "optim/skip_step.h"
@@ -92,6 +95,20 @@ class RecordingBackend final : public Backend {
                          float* dk, float* dv) const override {
     Note("AttentionBackward");
     inner_.AttentionBackward(s, q, k, v, out, lse, dout, dq, dk, dv);
+  }
+  void EmbeddingForwardStored(const StoredMatrix& table, const int32_t* tokens, int64_t N,
+                              float* out) const override {
+    Note("EmbeddingForwardStored");
+    inner_.EmbeddingForwardStored(table, tokens, N, out);
+  }
+  void MatVec(const StoredMatrix& W, const float* x, float* y) const override {
+    Note("MatVec");
+    inner_.MatVec(W, x, y);
+  }
+  void AttentionDecode(const DecodeAttentionShape& s, const float* q, const float* k_cache,
+                       const float* v_cache, float* out, float* scores) const override {
+    Note("AttentionDecode");
+    inner_.AttentionDecode(s, q, k_cache, v_cache, out, scores);
   }
   void SwiGLUForward(const float* g, const float* u, int64_t n, float* s) const override {
     Note("SwiGLUForward");
@@ -179,6 +196,8 @@ const std::vector<std::string> kModelOps = {
     "RMSNormBackward",   "RopeForward",       "RopeBackward",     "AttentionForward",
     "AttentionBackward", "SwiGLUForward",     "SwiGLUBackward",   "EmbeddingForward",
     "EmbeddingBackward", "LmHeadLossForward", "LmHeadLossForwardBackward", "LmHeadLogits"};
+const std::vector<std::string> kInferenceOps = {"EmbeddingForwardStored", "MatVec",
+                                                "AttentionDecode"};
 const std::vector<std::string> kBufferOps = {"Zero",  "Copy", "AddInto", "MoveAndZero",
                                              "Scale", "SumSquaresPartials", "AdamWUpdate"};
 
@@ -404,6 +423,40 @@ TEST(BackendSeam, ZeroOneAndTheCheckpointSnapshotRunOnTheBackendWithTheCpuBits) 
   EXPECT_EQ(rec.Calls().at("Copy"), calls.at("Copy") + 6);
 }
 
+// Evaluation and cached decoding over the stored weights: the full forward's logits, a prefill
+// and steps past the sliding window (the cache's ring wraps), every logit returned.
+std::vector<float> RunDecode(const Backend& backend) {
+  InferenceModel m(ModelWeights::Open(kFixture), backend);
+  const int64_t T = 3 * m.config().sliding_window, V = m.config().vocab_size;
+  std::vector<int32_t> ids, labels;
+  MakeBatch(1, T, V, 11, ids, labels);
+  std::vector<float> out(static_cast<size_t>(T * V));
+  m.ForwardLogits(ids.data(), 1, T, out.data());
+  Decoder dec(m, T);
+  std::span<const float> l = dec.Prefill({ids.data(), 2});
+  out.insert(out.end(), l.begin(), l.end());
+  for (int64_t p = 2; p < T; ++p) {
+    l = dec.Step(ids[p]);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+TEST(BackendSeam, InferenceOverTheTableHasTheCpuBitsAndCallsEveryInferenceOp) {
+  SetNumThreads(2);
+  RecordingBackend rec(CpuBackend());
+  EXPECT_TRUE(SameBits(RunDecode(rec), RunDecode(CpuBackend())));
+  const auto calls = rec.Calls();
+  for (const std::string& op : kInferenceOps) {
+    EXPECT_GT(calls.count(op), 0u) << op << " never called";
+  }
+  // A step is one block per layer: 7 projections and one cached attention each, then the head.
+  const ModelConfig c = ModelConfig::FromHfFile(kFixture + "/config.json");
+  const int64_t L = c.num_layers, steps = 3 * c.sliding_window - 2;
+  EXPECT_EQ(calls.at("AttentionDecode"), steps * L);
+  EXPECT_EQ(calls.at("MatVec"), steps * (7 * L + 1) + 1);  // + the prefill's last-row logits
+}
+
 TEST(BackendSeam, EveryOpOfTheTableIsOnAPath) {
   // The union of what the three scenarios above call, run again on one recorder.
   SetNumThreads(2);
@@ -411,8 +464,10 @@ TEST(BackendSeam, EveryOpOfTheTableIsOnAPath) {
   RunModel(rec, 1, 6);
   RunTrainSteps(rec);
   RunZero1(rec, ModelConfig::FromHfFile(kFixture + "/config.json").BuildLayout());
+  RunDecode(rec);
   const auto calls = rec.Calls();
   std::vector<std::string> all = kModelOps;
+  all.insert(all.end(), kInferenceOps.begin(), kInferenceOps.end());
   all.insert(all.end(), kBufferOps.begin(), kBufferOps.end());
   for (const std::string& op : all) EXPECT_GT(calls.count(op), 0u) << op << " never called";
   EXPECT_EQ(calls.size(), all.size()) << "an op was recorded that the list above does not name";

@@ -130,6 +130,23 @@ def bit_eq(a, b):
     return (a.float().contiguous().view(torch.int32) == b.float().contiguous().view(torch.int32)).float().mean().item()
 
 
+def attention_from(ref, c, B, T, window, sin, cos):
+    """The reference's attention from OLMo-core's captured q_norm, k_norm and w_v outputs of one
+    block (c: name -> (input, output)): RoPE, the GQA repeat, (B, H, T, D) layouts, the mask and
+    the flash forward. Returns q, k, v, mask, out, lse."""
+    qn, kn = c("attention.q_norm")[1].float(), c("attention.k_norm")[1].float()
+    v = c("attention.w_v")[1].float()
+    H, KV, D = ref.N_HEADS, ref.N_KV, ref.HEAD_DIM
+    qr = ref.rope_fwd(qn.view(B, T, H, D), sin, cos)
+    kr = ref.rope_fwd(kn.view(B, T, KV, D), sin, cos)
+    kx = kr.unsqueeze(3).expand(B, T, KV, H // KV, D).reshape(B, T, H, D)
+    vx = v.view(B, T, KV, D).unsqueeze(3).expand(B, T, KV, H // KV, D).reshape(B, T, H, D)
+    qt, kt, vt = qr.transpose(1, 2), kx.transpose(1, 2), vx.transpose(1, 2)
+    allowed = ref.window_mask(T, window)
+    att, lse = ref.flash_fwd(qt, kt, vt, allowed, D ** -0.5)
+    return qt, kt, vt, allowed, att, lse
+
+
 def per_op(ref, weights, cap, gcap, windows=(32, 32, 32, None)):
     """Each op of the reference fed with OLMo-core's own inputs of that op (micro-batch 0):
     the fraction of output elements bit-equal to OLMo-core's. Isolates per-op rounding from the
@@ -151,16 +168,7 @@ def per_op(ref, weights, cap, gcap, windows=(32, 32, 32, None)):
             add(f"{pre}{n}_norm fwd", ref.rms_fwd(c(f"attention.w_{n}")[1].float(),
                                                   P[pre + f"attention.{n}_norm.weight"])[0],
                 c(f"attention.{n}_norm")[1])
-        qn, kn = c("attention.q_norm")[1].float(), c("attention.k_norm")[1].float()
-        v = c("attention.w_v")[1].float()
-        H, KV, D = ref.N_HEADS, ref.N_KV, ref.HEAD_DIM
-        qr = ref.rope_fwd(qn.view(B, T, H, D), sin, cos)
-        kr = ref.rope_fwd(kn.view(B, T, KV, D), sin, cos)
-        kx = kr.unsqueeze(3).expand(B, T, KV, H // KV, D).reshape(B, T, H, D)
-        vx = v.view(B, T, KV, D).unsqueeze(3).expand(B, T, KV, H // KV, D).reshape(B, T, H, D)
-        qt, kt, vt = qr.transpose(1, 2), kx.transpose(1, 2), vx.transpose(1, 2)
-        allowed = ref.window_mask(T, w)
-        att, lse = ref.flash_fwd(qt, kt, vt, allowed, D ** -0.5)
+        att = attention_from(ref, c, B, T, w, sin, cos)[4]
         add(f"{pre}rope+sdpa fwd", att.transpose(1, 2).reshape(B, T, -1), c("attention.w_out")[0])
         add(f"{pre}w_out fwd", ref.lin(c("attention.w_out")[0].float(), P[pre + "attention.w_out.weight"]),
             c("attention.w_out")[1])
@@ -205,15 +213,7 @@ def per_op(ref, weights, cap, gcap, windows=(32, 32, 32, None)):
             g("attention.w_out"))
         H, KV, D = ref.N_HEADS, ref.N_KV, ref.HEAD_DIM
         g_att = r(ref.mm(g("attention.w_out"), P[pre + "attention.w_out.weight"])).view(B, T, H, D).transpose(1, 2)
-        qn, kn = c("attention.q_norm")[1].float(), c("attention.k_norm")[1].float()
-        v = c("attention.w_v")[1].float()
-        qr = ref.rope_fwd(qn.view(B, T, H, D), sin, cos)
-        kr = ref.rope_fwd(kn.view(B, T, KV, D), sin, cos)
-        kx = kr.unsqueeze(3).expand(B, T, KV, H // KV, D).reshape(B, T, H, D)
-        vx = v.view(B, T, KV, D).unsqueeze(3).expand(B, T, KV, H // KV, D).reshape(B, T, H, D)
-        qt, kt, vt = qr.transpose(1, 2), kx.transpose(1, 2), vx.transpose(1, 2)
-        allowed = ref.window_mask(T, w)
-        att, lse = ref.flash_fwd(qt, kt, vt, allowed, D ** -0.5)
+        qt, kt, vt, allowed, att, lse = attention_from(ref, c, B, T, w, sin, cos)
         gq, gk, gv = ref.flash_bwd(g_att, qt, kt, vt, att, lse, allowed, D ** -0.5)
         gk = r(gk.transpose(1, 2).reshape(B, T, KV, H // KV, D).sum(3))
         gv = r(gv.transpose(1, 2).reshape(B, T, KV, H // KV, D).sum(3)).reshape(B, T, -1)

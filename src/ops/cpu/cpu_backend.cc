@@ -5,10 +5,12 @@
 
 #include "ops/cpu/adamw.h"
 #include "ops/cpu/attention.h"
+#include "ops/cpu/attention_decode.h"
 #include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/cross_entropy.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cpu/linear.h"
+#include "ops/cpu/matvec.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/rmsnorm.h"
 #include "ops/cpu/rope.h"
@@ -101,6 +103,23 @@ CrossEntropySums CpuFp32Backend::LmHeadLossForwardBackward(
 void CpuFp32Backend::LmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
                                   float* logits) const {
   replica::LinearForward(x, W, N, D, V, logits, matmul_);
+}
+
+// ---- Inference over stored weights --------------------------------------------------------------
+
+void CpuFp32Backend::EmbeddingForwardStored(const StoredMatrix& table, const int32_t* tokens,
+                                            int64_t N, float* out) const {
+  replica::EmbeddingForwardStored(table, tokens, N, out);
+}
+
+void CpuFp32Backend::MatVec(const StoredMatrix& W, const float* x, float* y) const {
+  replica::MatVec(W.dtype, W.data, x, W.rows, W.cols, y);
+}
+
+void CpuFp32Backend::AttentionDecode(const DecodeAttentionShape& s, const float* q,
+                                     const float* k_cache, const float* v_cache, float* out,
+                                     float* scores) const {
+  replica::AttentionDecode(s, q, k_cache, v_cache, out, scores);
 }
 
 // ---- Buffer math --------------------------------------------------------------------------------

@@ -60,6 +60,11 @@ class CpuFp32Backend : public Backend {
                                              float* dW) const override;
   void LmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
                     float* logits) const override;
+  void EmbeddingForwardStored(const StoredMatrix& table, const int32_t* tokens, int64_t N,
+                              float* out) const override;
+  void MatVec(const StoredMatrix& W, const float* x, float* y) const override;
+  void AttentionDecode(const DecodeAttentionShape& s, const float* q, const float* k_cache,
+                       const float* v_cache, float* out, float* scores) const override;
 
   void Zero(float* x, int64_t n) const override;
   void Copy(float* dst, const float* src, int64_t n) const override;

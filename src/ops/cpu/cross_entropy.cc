@@ -39,16 +39,6 @@ void ChunkForward(const float* x, const float* W, const int32_t* labels, int64_t
   }
 }
 
-void AddChunkSums(const int32_t* labels, int64_t r0, int64_t rows, LmHeadWorkspace& ws,
-                  CrossEntropySums& sums) {
-  for (int64_t i = 0; i < rows; ++i) {
-    if (labels[r0 + i] == kIgnoreLabel) continue;
-    sums.ce_sum += ws.ce()[i];
-    sums.lse_sq_sum += ws.lse()[i] * ws.lse()[i];
-    sums.tokens += 1;
-  }
-}
-
 }  // namespace
 
 CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t* labels,
@@ -60,7 +50,7 @@ CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
     ChunkForward(x, W, labels, r0, rows, D, V, ws, precision);
-    AddChunkSums(labels, r0, rows, ws, sums);
+    ws.AddChunkSums(labels + r0, rows, sums);
   }
   return sums;
 }
@@ -75,7 +65,7 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
     ChunkForward(x, W, labels, r0, rows, D, V, ws, precision);
-    AddChunkSums(labels, r0, rows, ws, sums);
+    ws.AddChunkSums(labels + r0, rows, sums);
     // dlogits = coef_row · e_row − grad_scale · onehot(y_row), where e_row = exp(l − shift) is what
     // the forward left in the buffer and coef_row = grad_scale (1 + 2 z lse) / Σ e folds the
     // normalisation and z-loss into one per-row factor. The factor is moved to the small [rows, D]

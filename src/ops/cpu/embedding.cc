@@ -1,4 +1,6 @@
 #include "ops/cpu/embedding.h"
+#include "core/error.h"
+#include "core/half.h"
 #include "core/profile.h"
 #include "ops/cpu/parallel.h"
 
@@ -13,6 +15,25 @@ void EmbeddingForward(const float* table, const int32_t* tokens, int64_t N, int6
 #pragma omp parallel for schedule(static) if (N * D >= kMinParallelWork)
   for (int64_t i = 0; i < N; ++i) {
     std::memcpy(out + i * D, table + static_cast<int64_t>(tokens[i]) * D, D * sizeof(float));
+  }
+}
+
+void EmbeddingForwardStored(const StoredMatrix& table, const int32_t* tokens, int64_t N,
+                            float* out) {
+  ProfileScope profile_scope(ProfileCategory::kEmbedding);
+  const int64_t D = table.cols;
+  if (table.dtype == DType::kF32)
+    return EmbeddingForward(static_cast<const float*>(table.data), tokens, N, D, out);
+  Require(table.dtype == DType::kBF16 || table.dtype == DType::kF16,
+          "embedding: a table stored as {} cannot be read (F32, BF16 or F16)",
+          DTypeName(table.dtype));
+  const bool bf16 = table.dtype == DType::kBF16;
+  const auto* bits = static_cast<const uint16_t*>(table.data);
+#pragma omp parallel for schedule(static) if (N * D >= kMinParallelWork)
+  for (int64_t i = 0; i < N; ++i) {
+    const uint16_t* row = bits + static_cast<int64_t>(tokens[i]) * D;
+    float* o = out + i * D;
+    for (int64_t j = 0; j < D; ++j) o[j] = bf16 ? Bf16ToF32(row[j]) : F16ToF32(row[j]);
   }
 }
 

@@ -8,8 +8,10 @@
 #include <mutex>
 #include <vector>
 
+#include "core/error.h"
 #include "core/profile.h"
 #include "ops/cpu/bf16_round.h"
+#include "ops/cpu/pair_order_sum.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/rope.h"
 #include "ops/cpu/torch_sum.h"
@@ -28,10 +30,8 @@ float* Scratch(std::vector<float>& buffer, int64_t n, bool zero) {
 }
 thread_local std::vector<float> tls_a, tls_b, tls_c, tls_w, tls_m;
 
-// C[M, N] = op(A) op(B) for bf16-valued operands, each output summed as torch's bf16 matmul
-// (oneDNN's vdpbf16ps) sums it: one fp32 accumulator, the K terms in pairs, the odd index of a
-// pair first (1, 0, 3, 2, ...; a last odd term alone), each product exact and each add rounded.
-// Operands are copied K-contiguous first; rows of C are split over threads, each element summed
+// C[M, N] = op(A) op(B) for bf16-valued operands, each output summed as torch's bf16 matmul sums
+// it (pair_order_sum.h), each product exact. Operands are copied K-contiguous first; rows of C are split over threads, each element summed
 // by one thread, so the result does not depend on the thread count.
 void PairOrderGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                    const float* B, int64_t ldb, float* C, int64_t ldc) {
@@ -41,20 +41,12 @@ void PairOrderGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const floa
     for (int64_t k = 0; k < K; ++k) a[i * K + k] = ta ? A[k * lda + i] : A[i * lda + k];
   for (int64_t j = 0; j < N; ++j)
     for (int64_t k = 0; k < K; ++k) b[j * K + k] = tb ? B[j * ldb + k] : B[k * ldb + j];
-  const int64_t last = K % 2 == 1 ? K - 1 : -1;  // the lone last term of an odd K
 #pragma omp parallel for schedule(static) if (M * N * K >= (int64_t{1} << 20))
   for (int64_t i = 0; i < M; ++i) {
     const float* ai = a.data() + i * K;
     for (int64_t j = 0; j < N; ++j) {
       const float* bj = b.data() + j * K;
-      float acc = 0;
-      // One add per iteration at index t ^ 1: GCC 12 -O2 vectorizes a loop body of two adds into
-      // one accumulator into a wrong sum, so the pair order is spelled through the index.
-      for (int64_t t = 0; t < K; ++t) {
-        const int64_t k = t == last ? t : (t ^ 1);
-        acc += ai[k] * bj[k];
-      }
-      C[i * ldc + j] = acc;
+      C[i * ldc + j] = PairOrderSum(K, [&](int64_t k) { return ai[k] * bj[k]; });
     }
   }
 }
@@ -69,17 +61,11 @@ void AddParamGrad(float* acc, const float* t, int64_t n) {
 #pragma omp parallel for schedule(static) if (n >= kMinParallelWork)
   for (int64_t i = 0; i < n; ++i) acc[i] += R(t[i]);
 }
-// The rounded copy of a (small) parameter vector.
-const float* Rounded(const float* w, int64_t n) {
-  float* r = Scratch(tls_w, n, false);
+// The rounded copy of a parameter (what FSDP gathers in bf16), in `scratch`: tls_w for norm
+// weights, tls_m for matmul weights, so a norm and a matmul weight can be held at once.
+const float* Rounded(std::vector<float>& scratch, const float* w, int64_t n) {
+  float* r = Scratch(scratch, n, false);
   RoundToBf16(w, r, n);
-  return r;
-}
-
-// The rounded copy of a matmul weight (the parameter FSDP gathers in bf16).
-const float* RoundedMatrix(const float* W, int64_t n) {
-  float* r = Scratch(tls_m, n, false);
-  RoundToBf16(W, r, n);
   return r;
 }
 
@@ -95,7 +81,7 @@ template <bool kResidual>
 void NormRows(const float* x, const float* w, const float* residual, int64_t rows, int64_t n,
               double eps, float* y, float* rstd) {
   ProfileScope profile_scope(ProfileCategory::kNorm);
-  const float* wr = Rounded(w, n);
+  const float* wr = Rounded(tls_w, w, n);
 #pragma omp parallel for schedule(static) if (rows * n >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
@@ -115,7 +101,7 @@ void NormRows(const float* x, const float* w, const float* residual, int64_t row
 
 void FsdpLinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
                        float* y) {
-  const float* wr = RoundedMatrix(W, out * in);
+  const float* wr = Rounded(tls_m, W, out * in);
   PairOrderGemm(false, true, N, out, in, x, in, wr, in, y, out);
   RoundToBf16(y, y, N * out);
 }
@@ -124,7 +110,7 @@ void FsdpLinearBackward(const float* x, const float* W, const float* dy, int64_t
                         int64_t out, float* dx, float* dW) {
   if (dx) {
     float* t = Scratch(tls_a, N * in, false);
-    PairOrderGemm(false, false, N, in, out, dy, out, RoundedMatrix(W, out * in), in, t, in);
+    PairOrderGemm(false, false, N, in, out, dy, out, Rounded(tls_m, W, out * in), in, t, in);
     AddActivationGrad(dx, t, N * in);
   }
   float* t = Scratch(tls_b, out * in, false);
@@ -145,7 +131,7 @@ void FsdpRMSNormAddForward(const float* x, const float* w, const float* residual
 void FsdpRMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,
                          int64_t rows, int64_t n, float* dx, float* dw) {
   ProfileScope profile_scope(ProfileCategory::kNorm);
-  const float* wr = Rounded(w, n);
+  const float* wr = Rounded(tls_w, w, n);
   // The autograd of y = w·(x·rs), rs = (mean x² + eps)^-1/2, op by op as torch evaluates it:
   // gy = g·w; dx = gy·rs + (((−0.5·Σ gy·x)·rs³) / n)·(2x); dw = Σ_rows g·(x·rs). The sums are
   // torch's (torch_sum.h).
@@ -287,11 +273,12 @@ void FsdpEmbeddingBackward(const int32_t* tokens, const float* dout, int64_t N, 
 
 namespace {
 
-// One chunk's rounded logits [rows, V] in ws.logits(), and per row lse and ce into ws.
-void ChunkLogitsAndLoss(const float* x, const float* W, const int32_t* labels, int64_t r0,
+// One chunk's rounded logits [rows, V] in ws.logits(), and per row lse and ce into ws; wr is the
+// rounded LM head.
+void ChunkLogitsAndLoss(const float* x, const float* wr, const int32_t* labels, int64_t r0,
                         int64_t rows, int64_t D, int64_t V, LmHeadWorkspace& ws) {
   float* logits = ws.logits();
-  PairOrderGemm(false, true, rows, V, D, x + r0 * D, D, RoundedMatrix(W, V * D), D, logits, V);
+  PairOrderGemm(false, true, rows, V, D, x + r0 * D, D, wr, D, logits, V);
   RoundToBf16(logits, logits, rows * V);
 #pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
@@ -306,26 +293,18 @@ void ChunkLogitsAndLoss(const float* x, const float* W, const int32_t* labels, i
   }
 }
 
-void AddChunkSums(const int32_t* labels, int64_t r0, int64_t rows, LmHeadWorkspace& ws,
-                  CrossEntropySums& sums) {
-  for (int64_t r = 0; r < rows; ++r) {
-    if (labels[r0 + r] == kIgnoreLabel) continue;
-    sums.ce_sum += ws.ce()[r];
-    sums.lse_sq_sum += ws.lse()[r] * ws.lse()[r];
-    ++sums.tokens;
-  }
-}
-
 }  // namespace
 
 CrossEntropySums FsdpLmHeadLossForward(const float* x, const float* W, const int32_t* labels,
                                        int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws) {
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
+  Require(V == ws.vocab(), "LM head: vocab {} does not match workspace {}", V, ws.vocab());
+  const float* wr = Rounded(tls_m, W, V * D);
   CrossEntropySums sums;
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
-    ChunkLogitsAndLoss(x, W, labels, r0, rows, D, V, ws);
-    AddChunkSums(labels, r0, rows, ws, sums);
+    ChunkLogitsAndLoss(x, wr, labels, r0, rows, D, V, ws);
+    ws.AddChunkSums(labels + r0, rows, sums);
   }
   return sums;
 }
@@ -335,12 +314,14 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
                                                int64_t V, double grad_scale, double z_mul,
                                                LmHeadWorkspace& ws, float* dx, float* dW) {
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
+  Require(V == ws.vocab(), "LM head: vocab {} does not match workspace {}", V, ws.vocab());
+  const float* wr = Rounded(tls_m, W, V * D);
   CrossEntropySums sums;
   float* dw_sum = Scratch(tls_b, V * D, true);  // the fp32 product over all rows, rounded once
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
-    ChunkLogitsAndLoss(x, W, labels, r0, rows, D, V, ws);
-    AddChunkSums(labels, r0, rows, ws, sums);
+    ChunkLogitsAndLoss(x, wr, labels, r0, rows, D, V, ws);
+    ws.AddChunkSums(labels + r0, rows, sums);
     float* d = ws.logits();  // becomes dlogits in place
 #pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
     for (int64_t r = 0; r < rows; ++r) {
@@ -359,7 +340,7 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
       }
     }
     float* t = Scratch(tls_a, rows * D, false);
-    PairOrderGemm(false, false, rows, D, V, d, V, RoundedMatrix(W, V * D), D, t, D);
+    PairOrderGemm(false, false, rows, D, V, d, V, wr, D, t, D);
     AddActivationGrad(dx + r0 * D, t, rows * D);
     float* part = Scratch(tls_c, V * D, false);
     PairOrderGemm(true, false, V, D, rows, d, V, x + r0 * D, D, part, D);
@@ -372,7 +353,7 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
 void FsdpLmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
                       float* logits) {
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
-  PairOrderGemm(false, true, N, V, D, x, D, RoundedMatrix(W, V * D), D, logits, V);
+  PairOrderGemm(false, true, N, V, D, x, D, Rounded(tls_m, W, V * D), D, logits, V);
   RoundToBf16(logits, logits, N * V);
 }
 

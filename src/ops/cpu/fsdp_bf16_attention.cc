@@ -14,6 +14,7 @@
 #include "ops/cpu/attention.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/fsdp_bf16.h"
+#include "ops/cpu/pair_order_sum.h"
 #include "ops/document_mask.h"
 
 namespace replica {
@@ -47,19 +48,6 @@ Visibility MakeVisibility(const AttentionShape& s) {
 float Dot(const float* a, const float* b, int64_t n) {
   float acc = 0;
   for (int64_t d = 0; d < n; ++d) acc += a[d] * b[d];
-  return acc;
-}
-
-// The order oneDNN's bf16 dot product (vdpbf16ps) adds the terms of a bf16-output GEMM: one fp32
-// accumulator, the terms in pairs, each pair's odd index first: 1, 0, 3, 2, ... (a last odd
-// term alone). term(t) gives the t-th product.
-template <typename Term>
-float PairOrderSum(int64_t n, Term term) {
-  // One add per iteration at index t ^ 1: GCC 12 -O2 vectorizes a loop body of two adds into one
-  // accumulator into a wrong sum.
-  const int64_t last = n % 2 == 1 ? n - 1 : -1;
-  float acc = 0;
-  for (int64_t t = 0; t < n; ++t) acc += term(t == last ? t : (t ^ 1));
   return acc;
 }
 

@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#include "io/safetensors.h"
+#include "tensor/dtype.h"
 
 namespace replica {
 

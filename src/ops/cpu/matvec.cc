@@ -1,6 +1,6 @@
 // MatVec on Highway (run-time target dispatch); see matvec.h for the summation order.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "infer/matvec.cc"
+#define HWY_TARGET_INCLUDE "ops/cpu/matvec.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // After foreach_target.h:
 #include <hwy/highway.h>
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
-#include "infer/matvec.h"
+#include "ops/cpu/matvec.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace replica {

@@ -1,0 +1,49 @@
+#include "ops/cpu/attention_decode.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace replica {
+
+void AttentionDecode(const DecodeAttentionShape& s, const float* q, const float* k_cache,
+                     const float* v_cache, float* out, float* scores) {
+  const int64_t H = s.H, KV = s.KV, hd = s.hd, KVd = KV * hd;
+  const int64_t first = s.window > 0 ? std::max<int64_t>(0, s.pos - s.window + 1) : 0;
+  const int64_t n = s.pos - first + 1;
+  Require(H >= 1 && KV >= 1 && H % KV == 0 && hd >= 1 && s.pos >= 0,
+          "AttentionDecode: invalid shape (H={}, KV={}, hd={}, pos={})", H, KV, hd, s.pos);
+  Require(n <= s.capacity, "AttentionDecode: position {} sees {} keys, the cache holds {}", s.pos,
+          n, s.capacity);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+#pragma omp parallel for schedule(static) if (H * n * hd >= (int64_t{1} << 15))
+  for (int64_t head = 0; head < H; ++head) {
+    const int64_t kvh = head / (H / KV);
+    const float* qh = q + head * hd;
+    float* sc = scores + head * s.capacity;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* kj = k_cache + ((first + j) % s.capacity) * KVd + kvh * hd;
+      float dot = 0;
+      for (int64_t d = 0; d < hd; ++d) dot += qh[d] * kj[d];
+      sc[j] = dot * scale;
+      mx = std::max(mx, sc[j]);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      sc[j] = std::exp(sc[j] - mx);
+      sum += sc[j];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    float* o = out + head * hd;
+    std::fill(o, o + hd, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      const float* vj = v_cache + ((first + j) % s.capacity) * KVd + kvh * hd;
+      const float pj = sc[j] * inv;
+      for (int64_t d = 0; d < hd; ++d) o[d] += pj * vj[d];
+    }
+  }
+}
+
+}  // namespace replica
