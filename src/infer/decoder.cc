@@ -163,8 +163,9 @@ class Decoder::Site final : public BlockSite {
   }
   void Rope(float* q, float* k) const override {
     const RopeTable& rope = d_.ropes_.ForLayer(l_);
-    RopeRowInPlace(rope, pos_, d_.c_.num_heads, q);
-    RopeRowInPlace(rope, pos_, d_.c_.num_kv_heads, k);
+    const int32_t pos = static_cast<int32_t>(pos_);
+    d_.model_.backend().RopeForward(rope, q, 1, 1, d_.c_.num_heads, &pos, q);
+    d_.model_.backend().RopeForward(rope, k, 1, 1, d_.c_.num_kv_heads, &pos, k);
   }
   void Attend(const float* q, const float* k, const float* v, float* att,
               float*) const override {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "infer/inference_model.h"
-#include "infer/layer_ropes.h"
+#include "model/layer_ropes.h"
 #include "model/layer_tensors.h"
 #include "ops/stored_matrix.h"
 

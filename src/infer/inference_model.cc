@@ -26,8 +26,8 @@ class EvalSite final : public BlockSite {
   }
   const float* Norm(LayerTensor t) const override { return p_[static_cast<int>(t)]; }
   void Rope(float* q, float* k) const override {
-    ops_.RopeForward(rope_, q, shape_.B, shape_.T, shape_.H, q);
-    ops_.RopeForward(rope_, k, shape_.B, shape_.T, shape_.KV, k);
+    ops_.RopeForward(rope_, q, shape_.B, shape_.T, shape_.H, nullptr, q);
+    ops_.RopeForward(rope_, k, shape_.B, shape_.T, shape_.KV, nullptr, k);
   }
   void Attend(const float* q, const float* k, const float* v, float* att,
               float* lse) const override {

@@ -15,7 +15,7 @@
 #include <functional>
 #include <vector>
 
-#include "infer/layer_ropes.h"
+#include "model/layer_ropes.h"
 #include "infer/model_weights.h"
 #include "model/olmo3.h"
 

@@ -19,7 +19,8 @@
 #include "core/profile.h"
 #include "core/error.h"
 #include "model/block.h"
-#include "model/document_rope.h"
+#include "model/document_positions.h"
+#include "model/layer_ropes.h"
 #include "model/layer_tensors.h"
 #include "ops/document_mask.h"
 
@@ -208,10 +209,10 @@ struct Olmo3Model::Impl : ActivationBuffers {
   size_t final_norm_at, lm_head_at;  // offsets in those units
   std::vector<LayerOffsets> layer_at;  // [L]
   FlatBuffer acts_buffer;
-  std::vector<RopeTable> ropes;      // one table per distinct RopeParams among the layers
-  std::vector<size_t> rope_of_layer;  // [L] index into ropes
+  LayerRopes ropes;  // each layer's table, for positions [0, max_seq)
   LmHeadWorkspace lm_ws;
   std::vector<int32_t> cu_doc_lens;  // the current call's document lengths; empty = none
+  std::vector<int32_t> positions;    // [B·T] RoPE positions within the documents; empty = none
 
   Impl(const Backend& backend, const ModelConfig& c, int64_t max_b, int64_t max_t,
        std::unique_ptr<ParamStore> s, Recompute policy);
@@ -223,7 +224,8 @@ struct Olmo3Model::Impl : ActivationBuffers {
     ops.Zero(p, n);
   }
   void Validate(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T) const;
-  // Keeps a copy of the call's document lengths (validated), or clears them.
+  // Keeps a copy of the call's document lengths (validated) and their RoPE positions, or clears
+  // them.
   void SetDocuments(const int32_t* cu, int64_t n, int64_t B, int64_t T);
   AttentionShape Shape(int64_t l, int64_t B, int64_t T) const {
     AttentionShape s{B, T, H, KV, hd, config.Window(l)};
@@ -234,10 +236,14 @@ struct Olmo3Model::Impl : ActivationBuffers {
     return s;
   }
   // RoPE on x [B, T, heads, hd] in place, and its backward into dx: positions t within the row, or,
-  // with documents, t minus the document's start (one call per document, each from position 0).
-  void RopeForward(const RopeTable& rope, float* x, int64_t B, int64_t T, int64_t heads) const;
+  // with documents, t minus the document's start.
+  void RopeForward(const RopeTable& rope, float* x, int64_t B, int64_t T, int64_t heads) const {
+    ops.RopeForward(rope, x, B, T, heads, positions.empty() ? nullptr : positions.data(), x);
+  }
   void RopeBackward(const RopeTable& rope, const float* dy, int64_t B, int64_t T, int64_t heads,
-                    float* dx) const;
+                    float* dx) const {
+    ops.RopeBackward(rope, dy, B, T, heads, positions.empty() ? nullptr : positions.data(), dx);
+  }
 
   // Up to xf. Returns the head unit's weights, left acquired for the caller's LM head (which
   // releases it).
@@ -279,13 +285,7 @@ Olmo3Model::Impl::Impl(const Backend& backend, const ModelConfig& c, int64_t max
   acts_buffer = FlatBuffer(arena.used());
   arena.Reset(acts_buffer.data());
   Carve(arena);  // hand out
-  for (int64_t l = 0; l < L; ++l) {
-    const RopeParams& p = c.RopeFor(l);
-    size_t i = 0;
-    while (i < ropes.size() && !ropes[i].params.SameMath(p)) ++i;
-    if (i == ropes.size()) ropes.push_back(MakeRopeTable(max_seq, hd, p));
-    rope_of_layer.push_back(i);
-  }
+  ropes = LayerRopes(c, max_seq);
   lm_ws = LmHeadWorkspace(max_batch * max_seq, V);
 }
 
@@ -328,23 +328,11 @@ void Olmo3Model::Impl::Validate(const int32_t* tokens, const int32_t* labels, in
 
 void Olmo3Model::Impl::SetDocuments(const int32_t* cu, int64_t n, int64_t B, int64_t T) {
   cu_doc_lens.clear();
+  positions.clear();
   if (cu == nullptr && n == 0) return;
   ValidateDocumentLengths(cu, n, B, T);
   cu_doc_lens.assign(cu, cu + n);
-}
-
-void Olmo3Model::Impl::RopeForward(const RopeTable& rope, float* x, int64_t B, int64_t T,
-                                   int64_t heads) const {
-  const bool docs = !cu_doc_lens.empty();
-  DocumentRopeForward(ops, rope, docs ? cu_doc_lens.data() : nullptr,
-                      static_cast<int64_t>(cu_doc_lens.size()), x, B, T, heads);
-}
-
-void Olmo3Model::Impl::RopeBackward(const RopeTable& rope, const float* dy, int64_t B, int64_t T,
-                                    int64_t heads, float* dx) const {
-  const bool docs = !cu_doc_lens.empty();
-  DocumentRopeBackward(ops, rope, docs ? cu_doc_lens.data() : nullptr,
-                       static_cast<int64_t>(cu_doc_lens.size()), dy, B, T, heads, dx);
+  positions = DocumentPositions(cu, n, B, T);
 }
 
 class Olmo3Model::Impl::Site final : public BlockSite {
@@ -356,7 +344,7 @@ class Olmo3Model::Impl::Site final : public BlockSite {
   }
   const float* Norm(LayerTensor t) const override { return p_[t]; }
   void Rope(float* q, float* k) const override {
-    const RopeTable& rope = m_.ropes[m_.rope_of_layer[l_]];
+    const RopeTable& rope = m_.ropes.ForLayer(l_);
     m_.RopeForward(rope, q, B_, T_, m_.H);
     m_.RopeForward(rope, k, B_, T_, m_.KV);
   }
@@ -409,7 +397,7 @@ void Olmo3Model::Impl::LayerBackward(int64_t l, int64_t B, int64_t T,
   ops.RMSNormBackward(a.a, p.attn_norm, a.rstd_a, dres, N, D, d.da, g.attn_norm);
   ops.LinearBackward(a.att, p.o_proj, d.da, N, Qd, D, d.datt, g.o_proj);
   ops.AttentionBackward(Shape(l, B, T), a.q, a.k, a.v, a.att, a.lse, d.datt, d.dq, d.dk, d.dv);
-  const RopeTable& rope = ropes[rope_of_layer[l]];
+  const RopeTable& rope = ropes.ForLayer(l);
   RopeBackward(rope, d.dk, B, T, KV, d.dk_norm);
   RopeBackward(rope, d.dq, B, T, H, d.dq_norm);
   ops.RMSNormBackward(a.k_raw, p.k_norm, a.rstd_k, d.dk_norm, N, KVd, d.dk_raw, g.k_norm);

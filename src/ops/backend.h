@@ -67,12 +67,13 @@ class Backend {
   virtual void RMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,
                                int64_t rows, int64_t n, float* dx, float* dw) const = 0;
 
-  // rope.h. x, y [B, T, heads, hd]; writes y. y may alias x.
+  // rope.h. x, y [B, T, heads, hd]; writes y. Row (b, t) is rotated by position t, or by
+  // positions[b·T + t] when positions is not null. y may alias x.
   virtual void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T,
-                           int64_t heads, float* y) const = 0;
+                           int64_t heads, const int32_t* positions, float* y) const = 0;
   // rope.h. Accumulates dx [B, T, heads, hd]. dx must not alias dy.
   virtual void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T,
-                            int64_t heads, float* dx) const = 0;
+                            int64_t heads, const int32_t* positions, float* dx) const = 0;
 
   // attention.h. q, out [B, T, H, hd]; k, v [B, T, KV, hd]; writes out and lse [B, H, T].
   virtual void AttentionForward(const AttentionShape& s, const float* q, const float* k,

@@ -5,7 +5,7 @@
 // one document per row is the unpacked result bit for bit; results do not depend on the thread
 // count; and the test has teeth: without the document lengths the same tokens give other logits.
 // RoPE being relative, restarting its positions changes a document's q·k only by rounding; the
-// restart itself is checked on DocumentRopeForward.
+// restart itself is checked on the RoPE op with DocumentPositions.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
-#include "model/document_rope.h"
+#include "model/document_positions.h"
 #include "model/olmo3.h"
 #include "testing/random_model.h"
 #include "ops/cpu/rope.h"
@@ -140,7 +140,7 @@ TEST(Olmo3Documents, PackedBatchIsItsDocumentsRunAlone) {
   }
 }
 
-// DocumentRopeForward rotates by the position within the document: a document's first token is
+// RoPE with DocumentPositions rotates by the position within the document: a document's first token is
 // at position 0 (plain RoPE: the identity, bit for bit), and every token is rotated as the
 // fp64 reference rotates position p - start; its backward is the transpose.
 TEST(Olmo3Documents, RopePositionsRestartInEveryDocument) {
@@ -153,9 +153,10 @@ TEST(Olmo3Documents, RopePositionsRestartInEveryDocument) {
   for (float& e : dy) e = n01(rng);
   const Backend& ops = SelectBackend("cpu", Precision::kFp32);
   std::vector<float> y = x, rows = x;
-  DocumentRopeForward(ops, rope, kCu.data(), static_cast<int64_t>(kCu.size()), y.data(), kB, kT,
-                      heads);
-  DocumentRopeForward(ops, rope, nullptr, 0, rows.data(), kB, kT, heads);
+  const std::vector<int32_t> positions =
+      DocumentPositions(kCu.data(), static_cast<int64_t>(kCu.size()), kB, kT);
+  ops.RopeForward(rope, y.data(), kB, kT, heads, positions.data(), y.data());
+  ops.RopeForward(rope, rows.data(), kB, kT, heads, nullptr, rows.data());
   double max_err = 0, max_moved = 0;
   for (size_t d = 0; d + 1 < kCu.size(); ++d) {
     const int64_t c0 = kCu[d], len = kCu[d + 1] - c0;
@@ -171,8 +172,7 @@ TEST(Olmo3Documents, RopePositionsRestartInEveryDocument) {
   EXPECT_GT(max_moved, 1e-1);  // row positions are other rotations
   // <dy, R x> = <Rᵀ dy, x>.
   std::vector<float> dx(x.size(), 0.0f);
-  DocumentRopeBackward(ops, rope, kCu.data(), static_cast<int64_t>(kCu.size()), dy.data(), kB, kT,
-                       heads, dx.data());
+  ops.RopeBackward(rope, dy.data(), kB, kT, heads, positions.data(), dx.data());
   double lhs = 0, rhs = 0;
   for (size_t i = 0; i < x.size(); ++i) lhs += double(dy[i]) * y[i], rhs += double(dx[i]) * x[i];
   EXPECT_NEAR(lhs, rhs, 1e-4 * std::fabs(lhs));

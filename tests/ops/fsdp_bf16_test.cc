@@ -82,12 +82,12 @@ TEST(FsdpBf16, NormRopeSwiGLUEmbeddingRoundAndAccumulate) {
   const RopeTable table = MakeRopeTable(T, hd, 10000.0);
   auto q = Rounded(RandomVector(m, 12)), dq = Rounded(RandomVector(m, 13));
   std::vector<float> qr(m), dr0(m, 0.0f);
-  FsdpRopeForward(table, q.data(), B, T, heads, qr.data());
+  FsdpRopeForward(table, q.data(), B, T, heads, nullptr, qr.data());
   EXPECT_TRUE(AllBf16(qr));
-  FsdpRopeBackward(table, dq.data(), B, T, heads, dr0.data());
+  FsdpRopeBackward(table, dq.data(), B, T, heads, nullptr, dr0.data());
   const auto dr_init = Rounded(RandomVector(m, 14));
   auto dr = dr_init;
-  FsdpRopeBackward(table, dq.data(), B, T, heads, dr.data());
+  FsdpRopeBackward(table, dq.data(), B, T, heads, nullptr, dr.data());
   ExpectActivationAdd(dr, dr_init, dr0, "rope dx");
 
   auto g = Rounded(RandomVector(m, 15, 3.0f)), u = Rounded(RandomVector(m, 16));

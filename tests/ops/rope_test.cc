@@ -34,7 +34,7 @@ TEST(Rope, RotateHalfPairsJWithJPlusHalf) {
   // One head, position 1, theta such that inv_freq[0] = 1: dimension 0 rotates with hd/2 by 1 rad.
   RopeTable t = MakeRopeTable(2, 4, 10000.0);
   std::vector<float> x = {0, 0, 0, 0, 1, 0, 0, 0}, y(8);  // rows t=0 and t=1
-  RopeForward(t, x.data(), 1, 2, 1, y.data());
+  RopeForward(t, x.data(), 1, 2, 1, nullptr, y.data());
   EXPECT_FLOAT_EQ(y[4], static_cast<float>(std::cos(1.0)));
   EXPECT_EQ(y[5], 0.0f);
   EXPECT_FLOAT_EQ(y[6], static_cast<float>(std::sin(1.0)));  // paired with j + hd/2 = 2
@@ -46,11 +46,11 @@ TEST(Rope, ForwardAndBackwardMatchReference) {
   RopeTable t = MakeRopeTable(kT, kHd, theta);
   auto x = RandomVector(kB * kT * kH * kHd, 1);
   std::vector<float> y(x.size()), yr(x.size());
-  RopeForward(t, x.data(), kB, kT, kH, y.data());
+  RopeForward(t, x.data(), kB, kT, kH, nullptr, y.data());
   RopeForwardReference(kHd, theta, x.data(), kB, kT, kH, yr.data());
   EXPECT_LT(RelErr(y, yr), 2e-7);
   std::vector<float> dx(x.size(), 1.0f), dxr(x.size(), 1.0f);
-  RopeBackward(t, x.data(), kB, kT, kH, dx.data());
+  RopeBackward(t, x.data(), kB, kT, kH, nullptr, dx.data());
   RopeBackwardReference(kHd, theta, x.data(), kB, kT, kH, dxr.data());
   EXPECT_LT(RelErr(dx, dxr), 2e-7);
 }
@@ -59,8 +59,8 @@ TEST(Rope, BackwardIsTheTransposeAndPreservesNorms) {
   RopeTable t = MakeRopeTable(kT, kHd, 500000.0);
   auto x = RandomVector(kB * kT * kH * kHd, 2), dy = RandomVector(x.size(), 3);
   std::vector<float> y(x.size()), dx(x.size(), 0.0f);
-  RopeForward(t, x.data(), kB, kT, kH, y.data());
-  RopeBackward(t, dy.data(), kB, kT, kH, dx.data());
+  RopeForward(t, x.data(), kB, kT, kH, nullptr, y.data());
+  RopeBackward(t, dy.data(), kB, kT, kH, nullptr, dx.data());
   // <dy, R x> = <Rᵀ dy, x>: the backward of a linear map is its transpose.
   EXPECT_NEAR(Dot(dy, y), Dot(dx, x), 1e-5 * std::abs(Dot(dy, y)) + 1e-4);
   EXPECT_NEAR(Dot(y, y), Dot(x, x), 1e-5 * Dot(x, x));
@@ -70,10 +70,40 @@ TEST(Rope, InPlaceAndLengthCheck) {
   RopeTable t = MakeRopeTable(kT, kHd, 10000.0);
   auto x = RandomVector(kB * kT * kH * kHd, 4);
   std::vector<float> y(x.size()), z = x;
-  RopeForward(t, x.data(), kB, kT, kH, y.data());
-  RopeForward(t, z.data(), kB, kT, kH, z.data());
+  RopeForward(t, x.data(), kB, kT, kH, nullptr, y.data());
+  RopeForward(t, z.data(), kB, kT, kH, nullptr, z.data());
   EXPECT_TRUE(testing::BitEqual(y, z));
-  EXPECT_THROW(RopeForward(t, x.data(), 1, kT + 1, 1, y.data()), Error);
+  EXPECT_THROW(RopeForward(t, x.data(), 1, kT + 1, 1, nullptr, y.data()), Error);
+}
+
+// With positions, row r is rotated by positions[r]: bit for bit the plain op's row at that
+// position (in place or not), forward and backward; a position outside the table is refused.
+TEST(Rope, GivenPositionsRotateEachRowAsThePlainOpRotatesThatPosition) {
+  RopeTable t = MakeRopeTable(kT, kHd, 10000.0);
+  const int64_t rows = 2 * kT, w = kH * kHd;
+  auto x = RandomVector(rows * w, 5), dy = RandomVector(rows * w, 6);
+  std::vector<int32_t> pos(rows);
+  for (int64_t r = 0; r < rows; ++r) pos[r] = static_cast<int32_t>((r * 5 + 3) % kT);
+  std::vector<float> y(x.size()), z = x, dx(x.size(), 0.0f);
+  RopeForward(t, x.data(), 1, rows, kH, pos.data(), y.data());
+  RopeForward(t, z.data(), 2, kT, kH, pos.data(), z.data());  // B·T rows either way
+  EXPECT_TRUE(testing::BitEqual(y, z));
+  RopeBackward(t, dy.data(), 1, rows, kH, pos.data(), dx.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> plain(kT * w, 0.0f), out(kT * w), back(kT * w, 0.0f);
+    std::copy(x.begin() + r * w, x.begin() + (r + 1) * w, plain.begin() + pos[r] * w);
+    RopeForward(t, plain.data(), 1, kT, kH, nullptr, out.data());
+    std::copy(dy.begin() + r * w, dy.begin() + (r + 1) * w, plain.begin() + pos[r] * w);
+    RopeBackward(t, plain.data(), 1, kT, kH, nullptr, back.data());
+    for (int64_t i = 0; i < w; ++i) {
+      ASSERT_EQ(y[r * w + i], out[pos[r] * w + i]) << "row " << r;
+      ASSERT_EQ(dx[r * w + i], back[pos[r] * w + i]) << "row " << r;
+    }
+  }
+  pos[3] = static_cast<int32_t>(kT);
+  EXPECT_THROW(RopeForward(t, x.data(), 1, rows, kH, pos.data(), y.data()), Error);
+  pos[3] = -1;
+  EXPECT_THROW(RopeBackward(t, dy.data(), 1, rows, kH, pos.data(), dx.data()), Error);
 }
 
 // ---- YaRN ----------------------------------------------------------------------------------
@@ -169,11 +199,11 @@ TEST(Yarn, TableIncludesAttentionFactorAndMatchesReference) {
   EXPECT_EQ(t.sin[77 * 16 + 5], static_cast<float>(p.attention_factor * std::sin(phi)));
   auto x = RandomVector(kB * T * H * hd, 5);
   std::vector<float> y(x.size()), yr(x.size());
-  RopeForward(t, x.data(), kB, T, H, y.data());
+  RopeForward(t, x.data(), kB, T, H, nullptr, y.data());
   RopeForwardReference(hd, p, x.data(), kB, T, H, yr.data());
   EXPECT_LT(RelErr(y, yr), 2e-7);
   std::vector<float> dx(x.size(), 1.0f), dxr(x.size(), 1.0f);
-  RopeBackward(t, x.data(), kB, T, H, dx.data());
+  RopeBackward(t, x.data(), kB, T, H, nullptr, dx.data());
   RopeBackwardReference(hd, p, x.data(), kB, T, H, dxr.data());
   EXPECT_LT(RelErr(dx, dxr), 2e-7);
   // The rotation scales norms by exactly m.
@@ -195,7 +225,7 @@ TEST(Yarn, EachReadmeMistakeMovesTheRotation) {
   RopeForwardReference(hd, right, x.data(), kB, T, H, good.data());
   RopeTable table = MakeRopeTable(T, hd, right);
   std::vector<float> ours(x.size());
-  RopeForward(table, x.data(), kB, T, H, ours.data());
+  RopeForward(table, x.data(), kB, T, H, nullptr, ours.data());
   const double ours_err = RelErr(ours, good);
   EXPECT_LT(ours_err, 2e-7);
 

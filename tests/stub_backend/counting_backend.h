@@ -41,12 +41,14 @@ class CountingBackend final : public Backend {
     Cpu().RMSNormBackward(x, w, rstd, dy, rows, n, dx, dw);
   }
   void RopeForward(const RopeTable& t, const float* x, int64_t B, int64_t T, int64_t heads,
+                   const int32_t* positions,
                    float* y) const override {
-    Cpu().RopeForward(t, x, B, T, heads, y);
+    Cpu().RopeForward(t, x, B, T, heads, positions, y);
   }
   void RopeBackward(const RopeTable& t, const float* dy, int64_t B, int64_t T, int64_t heads,
+                    const int32_t* positions,
                     float* dx) const override {
-    Cpu().RopeBackward(t, dy, B, T, heads, dx);
+    Cpu().RopeBackward(t, dy, B, T, heads, positions, dx);
   }
   void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
                         float* out, float* lse) const override {

@@ -108,14 +108,24 @@ inline void ExpectBackendMatchesCpu(const Backend& be, bool rounds_every_tensor 
     const int64_t n = B * T * heads * hd;
     auto x = rnd(n), dy = rnd(n);
     std::vector<float> y(n), yr(n);
-    be.RopeForward(table, x.data(), B, T, heads, y.data());
-    ref.RopeForward(table, x.data(), B, T, heads, yr.data());
+    be.RopeForward(table, x.data(), B, T, heads, nullptr, y.data());
+    ref.RopeForward(table, x.data(), B, T, heads, nullptr, yr.data());
     ExpectClose(s + " forward", y, yr, ew);
     auto dx = rnd(n), dxr = dx;
     const auto dx0 = dx;
-    be.RopeBackward(table, dy.data(), B, T, heads, dx.data());
-    ref.RopeBackward(table, dy.data(), B, T, heads, dxr.data());
+    be.RopeBackward(table, dy.data(), B, T, heads, nullptr, dx.data());
+    ref.RopeBackward(table, dy.data(), B, T, heads, nullptr, dxr.data());
     ExpectAdded(s + " dx", dx, dxr, dx0, ew);
+    // Given positions (packed documents, a decoding step): each row's own, here reversed.
+    std::vector<int32_t> pos(B * T);
+    for (int64_t r = 0; r < B * T; ++r) pos[r] = static_cast<int32_t>(T - 1 - r % T);
+    be.RopeForward(table, x.data(), B, T, heads, pos.data(), y.data());
+    ref.RopeForward(table, x.data(), B, T, heads, pos.data(), yr.data());
+    ExpectClose(s + " forward at positions", y, yr, ew);
+    dx = dx0, dxr = dx0;
+    be.RopeBackward(table, dy.data(), B, T, heads, pos.data(), dx.data());
+    ref.RopeBackward(table, dy.data(), B, T, heads, pos.data(), dxr.data());
+    ExpectAdded(s + " dx at positions", dx, dxr, dx0, ew);
   }
 
   // Attention: MHA, GQA, MQA; full, a window of 1, a window wider than T; T = 1.

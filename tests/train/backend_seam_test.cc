@@ -76,14 +76,16 @@ class RecordingBackend final : public Backend {
     inner_.RMSNormBackward(x, w, rstd, dy, rows, n, dx, dw);
   }
   void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
+                   const int32_t* positions,
                    float* y) const override {
     Note("RopeForward");
-    inner_.RopeForward(table, x, B, T, heads, y);
+    inner_.RopeForward(table, x, B, T, heads, positions, y);
   }
   void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T, int64_t heads,
+                    const int32_t* positions,
                     float* dx) const override {
     Note("RopeBackward");
-    inner_.RopeBackward(table, dy, B, T, heads, dx);
+    inner_.RopeBackward(table, dy, B, T, heads, positions, dx);
   }
   void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
                         float* out, float* lse) const override {

@@ -48,13 +48,13 @@ void CpuFp32Backend::RMSNormBackward(const float* x, const float* w, const float
 }
 
 void CpuFp32Backend::RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T,
-                                 int64_t heads, float* y) const {
-  replica::RopeForward(table, x, B, T, heads, y);
+                                 int64_t heads, const int32_t* positions, float* y) const {
+  replica::RopeForward(table, x, B, T, heads, positions, y);
 }
 
 void CpuFp32Backend::RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T,
-                                  int64_t heads, float* dx) const {
-  replica::RopeBackward(table, dy, B, T, heads, dx);
+                                  int64_t heads, const int32_t* positions, float* dx) const {
+  replica::RopeBackward(table, dy, B, T, heads, positions, dx);
 }
 
 void CpuFp32Backend::AttentionForward(const AttentionShape& s, const float* q, const float* k,

@@ -29,12 +29,12 @@ void CpuBf16FsdpBackend::RMSNormBackward(const float* x, const float* w, const f
   FsdpRMSNormBackward(x, w, rstd, dy, rows, n, dx, dw);
 }
 void CpuBf16FsdpBackend::RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T,
-                                     int64_t heads, float* y) const {
-  FsdpRopeForward(table, x, B, T, heads, y);
+                                     int64_t heads, const int32_t* positions, float* y) const {
+  FsdpRopeForward(table, x, B, T, heads, positions, y);
 }
 void CpuBf16FsdpBackend::RopeBackward(const RopeTable& table, const float* dy, int64_t B,
-                                      int64_t T, int64_t heads, float* dx) const {
-  FsdpRopeBackward(table, dy, B, T, heads, dx);
+                                      int64_t T, int64_t heads, const int32_t* positions, float* dx) const {
+  FsdpRopeBackward(table, dy, B, T, heads, positions, dx);
 }
 void CpuBf16FsdpBackend::AttentionForward(const AttentionShape& s, const float* q, const float* k,
                                           const float* v, float* out, float* lse) const {

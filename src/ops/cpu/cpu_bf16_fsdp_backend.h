@@ -22,8 +22,10 @@ class CpuBf16FsdpBackend : public CpuBf16Backend {
   void RMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,
                        int64_t rows, int64_t n, float* dx, float* dw) const override;
   void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
+                   const int32_t* positions,
                    float* y) const override;
   void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T, int64_t heads,
+                    const int32_t* positions,
                     float* dx) const override;
   void AttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
                         float* out, float* lse) const override;

@@ -201,16 +201,17 @@ const RopeTable& TableFor(const RopeTable& t) {
 }  // namespace
 
 void FsdpRopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
+                     const int32_t* positions,
                      float* y) {
-  RopeForward(TableFor(table), x, B, T, heads, y);
+  RopeForward(TableFor(table), x, B, T, heads, positions, y);
   RoundToBf16(y, y, B * T * heads * table.head_dim);
 }
 
 void FsdpRopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T,
-                      int64_t heads, float* dx) {
+                      int64_t heads, const int32_t* positions, float* dx) {
   const int64_t n = B * T * heads * table.head_dim;
   float* t = Scratch(tls_a, n, true);
-  RopeBackward(TableFor(table), dy, B, T, heads, t);
+  RopeBackward(TableFor(table), dy, B, T, heads, positions, t);
   AddActivationGrad(dx, t, n);
 }
 

@@ -47,9 +47,10 @@ void FsdpRMSNormBackward(const float* x, const float* w, const float* rstd, cons
 
 // RoPE in fp32 on the bf16 input, cast back: y = R(rope(x)); dx = R(dx + R(ropeᵀ(dy))).
 void FsdpRopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
+                     const int32_t* positions,
                      float* y);
 void FsdpRopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T,
-                      int64_t heads, float* dx);
+                      int64_t heads, const int32_t* positions, float* dx);
 
 // w2(silu(w1 x) ⊙ w3 x) as torch evaluates it on bf16 tensors: a = R(silu(g)), s = R(a ⊙ u).
 void FsdpSwiGLUForward(const float* g, const float* u, int64_t n, float* s);

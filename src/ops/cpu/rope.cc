@@ -7,15 +7,29 @@
 #include "core/error.h"
 
 namespace replica {
+namespace {
+// Every position must have a row in the table: t < T without positions, else each given one.
+void RequirePositions(const RopeTable& table, int64_t B, int64_t T, const int32_t* positions) {
+  if (positions == nullptr) {
+    Require(T <= table.max_positions, "RoPE: sequence length {} exceeds table size {}", T,
+            table.max_positions);
+    return;
+  }
+  for (int64_t row = 0; row < B * T; ++row)
+    Require(positions[row] >= 0 && positions[row] < table.max_positions,
+            "RoPE: row {} has position {}, outside the table's {} positions", row,
+            positions[row], table.max_positions);
+}
+}  // namespace
+
 void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
-                 float* y) {
+                 const int32_t* positions, float* y) {
   ProfileScope profile_scope(ProfileCategory::kRope);
-  Require(T <= table.max_positions, "RoPE: sequence length {} exceeds table size {}", T,
-          table.max_positions);
+  RequirePositions(table, B, T, positions);
   const int64_t hd = table.head_dim, half = hd / 2;
 #pragma omp parallel for schedule(static) if (B * T * heads * hd >= kMinParallelWork)
   for (int64_t row = 0; row < B * T; ++row) {
-    const int64_t t = row % T;
+    const int64_t t = positions != nullptr ? positions[row] : row % T;
     const float* c = table.cos.data() + t * half;
     const float* s = table.sin.data() + t * half;
     for (int64_t h = 0; h < heads; ++h) {
@@ -31,14 +45,13 @@ void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, i
 }
 
 void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T, int64_t heads,
-                  float* dx) {
+                  const int32_t* positions, float* dx) {
   ProfileScope profile_scope(ProfileCategory::kRope);
-  Require(T <= table.max_positions, "RoPE: sequence length {} exceeds table size {}", T,
-          table.max_positions);
+  RequirePositions(table, B, T, positions);
   const int64_t hd = table.head_dim, half = hd / 2;
 #pragma omp parallel for schedule(static) if (B * T * heads * hd >= kMinParallelWork)
   for (int64_t row = 0; row < B * T; ++row) {
-    const int64_t t = row % T;
+    const int64_t t = positions != nullptr ? positions[row] : row % T;
     const float* c = table.cos.data() + t * half;
     const float* s = table.sin.data() + t * half;
     for (int64_t h = 0; h < heads; ++h) {

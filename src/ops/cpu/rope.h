@@ -14,15 +14,17 @@
 
 namespace replica {
 
-// x, y [B, T, heads, hd]; position of row (b, t) is t. y may alias x.
+// x, y [B, T, heads, hd]. The position of row (b, t) is t when `positions` is null, else
+// positions[b·T + t] (positions restarting in each packed document, or one decoding step's
+// position); every position must be below table.max_positions. y may alias x.
 //   y[j]      = m (x[j] cos φ(t,j) - x[j+hd/2] sin φ(t,j))
 //   y[j+hd/2] = m (x[j+hd/2] cos φ(t,j) + x[j] sin φ(t,j))        j < hd/2, φ = t·inv_freq[j]
 void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
-                 float* y);
+                 const int32_t* positions, float* y);
 // Backward of the line above (the transposed rotation); accumulates (+=) into dx. dx != dy.
 //   dx[j] += dy[j] cos + dy[j+hd/2] sin ;  dx[j+hd/2] += dy[j+hd/2] cos - dy[j] sin
 void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T, int64_t heads,
-                  float* dx);
+                  const int32_t* positions, float* dx);
 
 // Plain scalar fp64 references for the tests: the inverse frequencies (plain or YaRN, written out
 // from the formula independently of RopeInvFreq), the angles, cos, sin and m are computed on the

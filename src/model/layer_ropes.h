@@ -1,6 +1,7 @@
 // The RoPE cos/sin table of every layer of a model (ModelConfig::RopeFor: plain RoPE, or YaRN on
 // the full-attention layers), for positions [0, max_positions): one table per distinct rotation,
-// shared by the layers that use it, built as Olmo3Model builds them (MakeRopeTable).
+// shared by the layers that use it (MakeRopeTable). Training, evaluation and decoding all read
+// their tables from here.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -22,9 +23,5 @@ class LayerRopes {
   std::vector<RopeTable> tables_;
   std::vector<size_t> index_;  // layer -> table
 };
-
-// Rotates one row x [heads, hd] (position `pos`) in place with `table` (RopeForward's formula;
-// the YaRN attention factor is in the table).
-void RopeRowInPlace(const RopeTable& table, int64_t pos, int64_t heads, float* x);
 
 }  // namespace replica
