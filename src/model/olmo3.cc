@@ -277,12 +277,12 @@ Olmo3Model::Impl::Impl(const Backend& backend, const ModelConfig& c, int64_t max
           H, KV, hd);
   Require(static_cast<int64_t>(c.layer_types.size()) == L,
           "Olmo3Model: {} layer types for {} layers", c.layer_types.size(), L);
-  if (!store) store = std::make_unique<ResidentParamStore>(layout, L);
+  if (!store) store = std::make_unique<ResidentParamStore>(layout, L, ops);
   resident = dynamic_cast<ResidentParamStore*>(store.get());
   BindUnits();
   Arena arena;
   Carve(arena);  // count
-  acts_buffer = FlatBuffer(arena.used());
+  acts_buffer = ops.AllocateFloats(arena.used());
   arena.Reset(acts_buffer.data());
   Carve(arena);  // hand out
   ropes = LayerRopes(c, max_seq);

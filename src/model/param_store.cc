@@ -33,9 +33,10 @@ size_t LargestUnitFloats(const std::vector<size_t>& bounds) {
   return most;
 }
 
-ResidentParamStore::ResidentParamStore(const ParamLayout& layout, int64_t num_layers)
+ResidentParamStore::ResidentParamStore(const ParamLayout& layout, int64_t num_layers,
+                                       const Backend& backend)
     : bounds_(UnitBounds(layout, num_layers)),
-      params_(layout.total_floats()),
-      grads_(layout.total_floats()) {}
+      params_(backend.AllocateFloats(layout.total_floats())),
+      grads_(backend.AllocateFloats(layout.total_floats())) {}
 
 }  // namespace replica

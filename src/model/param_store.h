@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
@@ -48,7 +49,8 @@ size_t LargestUnitFloats(const std::vector<size_t>& bounds);
 // successive backward passes accumulate into it.
 class ResidentParamStore final : public ParamStore {
  public:
-  ResidentParamStore(const ParamLayout& layout, int64_t num_layers);
+  // Parameters and gradients in `backend`'s memory (Backend::AllocateFloats).
+  ResidentParamStore(const ParamLayout& layout, int64_t num_layers, const Backend& backend);
   const float* Acquire(int unit) override { return params_.data() + bounds_.at(static_cast<size_t>(unit)); }
   void Release(int) override {}
   float* Grads(int unit) override { return grads_.data() + bounds_.at(static_cast<size_t>(unit)); }

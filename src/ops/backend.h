@@ -16,8 +16,9 @@
 //    Reductions that cross elements (norms, sums of squares, gradient sums) use a fixed order
 //    stated per op; elementwise ops round each element the same way wherever it is computed.
 //  - Ops are large (whole layers' tensors), so one virtual call per op costs nothing measurable.
-// A Backend is stateless from the caller's point of view (const methods) and shared by reference;
-// the caller owns every buffer and workspace.
+// A Backend is stateless from the caller's point of view (const methods) and shared by reference.
+// It allocates the memory its ops work on (Allocate: the model's activation arena, parameter and
+// gradient stores, optimizer state); the caller owns what it was given.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +29,8 @@
 #include "ops/precision.h"
 #include "ops/rope_table.h"
 #include "ops/stored_matrix.h"
+#include "tensor/buffer.h"
+#include "tensor/flat_buffer.h"
 
 namespace replica {
 
@@ -45,6 +48,16 @@ class Backend {
   // True when the pointers the ops take address host memory: collectives, checkpoints and I/O
   // read and write them in place; otherwise they copy through host buffers.
   virtual bool is_host() const = 0;
+
+  // ---- Memory ------------------------------------------------------------------------------
+
+  // A zero-initialised buffer of `elements` elements of `dtype` in the memory this backend's ops
+  // read and write (Buffer::location(); Location::kHost when is_host()).
+  virtual Buffer Allocate(DType dtype, size_t elements) const = 0;
+  // The fp32 case, as the flat buffers of parameters, gradients, optimizer state and activations.
+  FlatBuffer AllocateFloats(size_t elements) const {
+    return FlatBuffer(Allocate(DType::kF32, elements));
+  }
 
   // ---- Model ops (each with its backward) -------------------------------------------------
 

@@ -92,8 +92,8 @@ AdamW::AdamW(const ParamLayout& layout, std::unique_ptr<const UpdateRule> rule,
 
 void AdamW::Allocate() {
   if (state_.m.size() == layout_.total_floats()) return;
-  state_.m = FlatBuffer(layout_.total_floats());
-  state_.v = FlatBuffer(layout_.total_floats());
+  state_.m = backend_.AllocateFloats(layout_.total_floats());
+  state_.v = backend_.AllocateFloats(layout_.total_floats());
 }
 
 const OptimizerState* AdamW::SaveState() {

@@ -17,8 +17,8 @@ ShardedOptimizer::ShardedOptimizer(const ParamLayout& layout,
       backend_(backend),
       plan_(layout.total_floats(), comm.world()),
       master_(master),
-      m_(plan_.size(comm.rank())),
-      v_(plan_.size(comm.rank())) {
+      m_(backend.AllocateFloats(plan_.size(comm.rank()))),
+      v_(backend.AllocateFloats(plan_.size(comm.rank()))) {
   Require(rule_ != nullptr, "{}: no update rule", what());
   if (policy_ == GatherPolicy::kAllGatherParams) {
     RequirePowerOfTwoWorld(comm.world());
@@ -54,8 +54,8 @@ void ShardedOptimizer::Step(FlatBuffer& params, const FlatBuffer& grads, double 
 const OptimizerState* ShardedOptimizer::SaveState() {
   const bool root = comm_.rank() == 0;
   if (root && full_.m.size() != plan_.total()) {
-    full_.m = FlatBuffer(plan_.total());
-    full_.v = FlatBuffer(plan_.total());
+    full_.m = backend_.AllocateFloats(plan_.total());
+    full_.v = backend_.AllocateFloats(plan_.total());
   }
   GatherOwned(comm_, plan_, m_.data(), root ? full_.m.data() : nullptr);
   GatherOwned(comm_, plan_, v_.data(), root ? full_.v.data() : nullptr);

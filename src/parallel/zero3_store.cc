@@ -59,8 +59,8 @@ Zero3ParamStore::Zero3ParamStore(const ParamLayout& layout, int64_t num_layers,
       options_(options),
       plan_(layout.total_floats(), comm.world()),
       bounds_(UnitBounds(layout, num_layers)),
-      master_(plan_.size(comm.rank())),
-      accumulator_(plan_.size(comm.rank())) {
+      master_(backend.AllocateFloats(plan_.size(comm.rank()))),
+      accumulator_(backend.AllocateFloats(plan_.size(comm.rank()))) {
   const size_t units = bounds_.size() - 1;
   unit_floats_ = LargestUnitFloats(bounds_);
   for (size_t u = 0; u < units; ++u) {
@@ -107,7 +107,7 @@ Zero3ParamStore::Slot* Zero3ParamStore::Find(std::vector<Slot>& slots, int unit)
 float* Zero3ParamStore::Take(std::vector<Slot>& slots, int unit) {
   Slot* s = Find(slots, -1);
   if (s == nullptr) {
-    slots.push_back({-1, FlatBuffer(unit_floats_)});
+    slots.push_back({-1, backend_.AllocateFloats(unit_floats_)});
     s = &slots.back();
   }
   s->unit = unit;
@@ -274,7 +274,7 @@ void Zero3ParamStore::GradsDone(int unit) {
   Slot* s = Find(grads_, unit);
   Require(s != nullptr, "ZeRO-3: gradients of unit {} done but never asked for", unit);
   // The fold receives other ranks' pieces of this rank's part of a unit only.
-  if (recv_.size() < fold_floats_ && comm_.world() > 1) recv_ = FlatBuffer(fold_floats_);
+  if (recv_.size() < fold_floats_ && comm_.world() > 1) recv_ = backend_.AllocateFloats(fold_floats_);
   const Clock::time_point t0 = Clock::now();
   OrderedFoldRange(comm_, plan_, lo(unit), hi(unit), s->buffer.data(), accumulator_.data(),
                    recv_.data(), backend_);

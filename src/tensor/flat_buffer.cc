@@ -1,8 +1,14 @@
 #include "tensor/flat_buffer.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace replica {
+
+FlatBuffer::FlatBuffer(Buffer&& storage) : Buffer(std::move(storage)) {
+  Require(dtype() == DType::kF32, "flat buffer: given {} storage, expected F32", DTypeName(dtype()));
+}
 
 const ParamView& ParamLayout::Add(std::string name, std::vector<int64_t> shape,
                                   bool matmul_weight) {

@@ -45,6 +45,8 @@ class FlatBuffer : public Buffer {
  public:
   FlatBuffer() = default;  // no storage: size() 0, data() null
   explicit FlatBuffer(size_t n) : Buffer(DType::kF32, n) {}
+  // Takes over a buffer a backend allocated (Backend::AllocateFloats); Error unless it is F32.
+  explicit FlatBuffer(Buffer&& storage);
   float* data() { return static_cast<float*>(raw()); }
   const float* data() const { return static_cast<const float*>(raw()); }
   std::span<float> View(const ParamView& v) { return {data() + v.offset, v.numel}; }

@@ -16,8 +16,13 @@ class CountingBackend final : public Backend {
   const char* name() const override { return "counting"; }
   Precision matmul_precision() const override { return Precision::kFp32; }
   bool is_host() const override { return true; }
+  Buffer Allocate(DType dtype, size_t elements) const override {
+    allocated_bytes_ += static_cast<int64_t>(elements * DTypeSize(dtype));
+    return Cpu().Allocate(dtype, elements);
+  }
 
   int64_t calls() const { return calls_.load(); }
+  int64_t allocated_bytes() const { return allocated_bytes_.load(); }
   int64_t matmul_calls() const { return matmul_calls_.load(); }
 
   void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
@@ -128,6 +133,7 @@ class CountingBackend final : public Backend {
     return Cpu();
   }
   mutable std::atomic<int64_t> calls_{0}, matmul_calls_{0};
+  mutable std::atomic<int64_t> allocated_bytes_{0};
 };
 
 // The one instance (registered as "counting", fp32).

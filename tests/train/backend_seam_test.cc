@@ -44,6 +44,18 @@ class RecordingBackend final : public Backend {
   const char* name() const override { return "recording"; }
   Precision matmul_precision() const override { return inner_.matmul_precision(); }
   bool is_host() const override { return inner_.is_host(); }
+  Buffer Allocate(DType dtype, size_t elements) const override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      allocated_bytes_ += static_cast<int64_t>(elements * DTypeSize(dtype));
+    }
+    Note("Allocate");
+    return inner_.Allocate(dtype, elements);
+  }
+  int64_t AllocatedBytes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return allocated_bytes_;
+  }
 
   std::map<std::string, int64_t> Calls() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -189,6 +201,7 @@ class RecordingBackend final : public Backend {
   const Backend& inner_;
   mutable std::mutex mu_;
   mutable std::map<std::string, int64_t> calls_;
+  mutable int64_t allocated_bytes_ = 0;
 };
 
 // Every op of the table. RecordingBackend derives from the abstract Backend, so the compiler makes
@@ -200,7 +213,7 @@ const std::vector<std::string> kModelOps = {
     "EmbeddingBackward", "LmHeadLossForward", "LmHeadLossForwardBackward", "LmHeadLogits"};
 const std::vector<std::string> kInferenceOps = {"EmbeddingForwardStored", "MatVec",
                                                 "AttentionDecode"};
-const std::vector<std::string> kBufferOps = {"Zero",  "Copy", "AddInto", "MoveAndZero",
+const std::vector<std::string> kBufferOps = {"Allocate", "Zero",  "Copy", "AddInto", "MoveAndZero",
                                              "Scale", "SumSquaresPartials", "AdamWUpdate"};
 
 const std::string kFixture = std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-gqa";
@@ -310,6 +323,21 @@ StepRun RunTrainSteps(const Backend& backend) {
   r.m = CopyOf(adam.m());
   r.v = CopyOf(adam.v());
   return r;
+}
+
+// The memory the ops work on comes from the backend: the model's parameters, gradients and
+// activation arena, then the optimizer's m and v, every byte of them through Allocate.
+TEST(BackendSeam, TheModelAndTheOptimizerAllocateTheirBuffersThroughTheBackend) {
+  RecordingBackend rec(CpuBackend());
+  const ModelConfig config = ModelConfig::FromHfFile(kFixture + "/config.json");
+  Olmo3Model model(config, 2, 12, rec);
+  const int64_t params = static_cast<int64_t>(model.layout().total_floats());
+  const int64_t model_bytes =
+      (2 * params + static_cast<int64_t>(model.activation_arena_floats())) * sizeof(float);
+  EXPECT_EQ(rec.AllocatedBytes(), model_bytes);
+  AdamW adam(model.layout(), AdamWConfig{}, rec);
+  adam.Step(model.params(), model.grads(), 1e-3, 1.0);
+  EXPECT_EQ(rec.AllocatedBytes(), model_bytes + 2 * params * int64_t{sizeof(float)});
 }
 
 TEST(BackendSeam, TrainStepAndAdamWRunOnTheModelsBackendWithTheCpuBits) {
