@@ -283,6 +283,10 @@ int RunBatch(BatchArgs a) {
       o.seed = static_cast<uint64_t>(c.data.seed);
       o.global_batch_instances = static_cast<uint64_t>(c.train.global_batch_instances);
       o.document_boundary = DocumentBoundaryFor(c);
+      // The tokenizer's ids are the model's, as the packed dataset takes them.
+      fp.pad_token_id = c.model.pad_token_id;
+      fp.eos_token_id = c.model.eos_token_id;
+      fp.bos_token_id = c.model.bos_token_id;
     }
   } else {
     Require(!a.import.data_paths_file.empty(),
@@ -481,8 +485,12 @@ CommandRegistration reg(
                         "with --data-paths: tokens per global batch (OLMo-core global_batch_size)");
       batch->add_option("--vocab-size", ba->vocab_size,
                         "tokenizer vocab size for the OLMo-core fingerprint (dolma2: 100278)");
-      batch->add_option("--eos-id", ba->eos_id, "for the fingerprint (default 100257)");
-      batch->add_option("--pad-id", ba->pad_id, "for the fingerprint (default 100277)");
+      batch->add_option("--eos-id", ba->eos_id,
+                        "with --data-paths: for the fingerprint (default 100257; a run config "
+                        "gives its model.eos_token_id)");
+      batch->add_option("--pad-id", ba->pad_id,
+                        "with --data-paths: for the fingerprint (default 100277; a run config "
+                        "gives its model.pad_token_id)");
       batch->add_option("--max-target-seq-len", ba->max_target_seq_len,
                         "for the fingerprint (default: None)");
       batch->add_option("--tokens", ba->head_tokens, "tokens shown per instance (default 16)");
