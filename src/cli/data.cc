@@ -256,6 +256,11 @@ int RunBatch(BatchArgs a) {
       o.dtype = data::ParseDtype(im.dtype);
       o.seed = im.seed;
       o.global_batch_instances = im.global_batch_instances;
+      if (im.generate_doc_lengths) {
+        Require(im.eos_token_id >= 0,
+                "{}: dataset.generate_doc_lengths needs dataset.tokenizer.eos_token_id", a.config);
+        o.document_boundary = data::DocumentBoundary{im.eos_token_id, im.bos_token_id};
+      }
       fp = {im.tokenizer_vocab_size, im.pad_token_id, im.eos_token_id, im.bos_token_id,
             im.max_target_sequence_length};
     } else {
@@ -277,6 +282,11 @@ int RunBatch(BatchArgs a) {
       o.dtype = data::ParseDtype(c.data.dtype);
       o.seed = static_cast<uint64_t>(c.data.seed);
       o.global_batch_instances = static_cast<uint64_t>(c.train.global_batch_instances);
+      o.document_boundary = DocumentBoundaryFor(c);
+      // The tokenizer's ids are the model's, as the packed dataset takes them.
+      fp.pad_token_id = c.model.pad_token_id;
+      fp.eos_token_id = c.model.eos_token_id;
+      fp.bos_token_id = c.model.bos_token_id;
     }
   } else {
     Require(!a.import.data_paths_file.empty(),
@@ -342,6 +352,7 @@ int RunBatch(BatchArgs a) {
                         {"path", o.paths[x.file]},
                         {"token_offset", x.token_offset},
                         {"tokens", x.head}};
+    if (o.document_boundary) e["doc_lens"] = x.doc_lens;
     if (tok) e["text"] = decode(x.head);
     inst.push_back(std::move(e));
   }
@@ -354,6 +365,7 @@ int RunBatch(BatchArgs a) {
                         {"global_batch_instances", o.global_batch_instances},
                         {"sequence_length", o.seq_len},
                         {"seed", o.seed},
+                        {"generate_doc_lengths", o.document_boundary.has_value()},
                         {"olmo_core_fingerprint", fingerprint},
                         {"files", o.paths.size()},
                         {"files_opened", std::vector<size_t>(r.files_opened.begin(),
@@ -371,13 +383,20 @@ int RunBatch(BatchArgs a) {
               (long)o.seq_len, (unsigned long)o.seed);
   std::printf("dataset: %lu instances in %zu files; OLMo-core fingerprint %s\n",
               (unsigned long)r.num_instances, o.paths.size(), fingerprint.c_str());
-  std::printf("read: the first %lu tokens of each instance, from %zu of the %zu files\n",
-              (unsigned long)std::min<uint64_t>(o.head_tokens, static_cast<uint64_t>(o.seq_len)),
-              r.files_opened.size(), o.paths.size());
+  if (o.document_boundary)
+    std::printf("read: every instance whole (its document lengths: generate_doc_lengths), from "
+                "%zu of the %zu files\n",
+                r.files_opened.size(), o.paths.size());
+  else
+    std::printf("read: the first %lu tokens of each instance, from %zu of the %zu files\n",
+                (unsigned long)std::min<uint64_t>(o.head_tokens, static_cast<uint64_t>(o.seq_len)),
+                r.files_opened.size(), o.paths.size());
   for (size_t i = 0; i < r.instances.size(); ++i) {
     const data::BatchInstance& x = r.instances[i];
     std::printf("%4zu  instance %-10u %s @ token %lu\n", i, x.instance, o.paths[x.file].c_str(),
                 (unsigned long)x.token_offset);
+    if (o.document_boundary)
+      std::printf("      doc_lens %s\n", nlohmann::json(x.doc_lens).dump().c_str());
     if (tok) std::printf("      %s\n", Printable(decode(x.head)).c_str());
   }
   return 0;
@@ -466,8 +485,12 @@ CommandRegistration reg(
                         "with --data-paths: tokens per global batch (OLMo-core global_batch_size)");
       batch->add_option("--vocab-size", ba->vocab_size,
                         "tokenizer vocab size for the OLMo-core fingerprint (dolma2: 100278)");
-      batch->add_option("--eos-id", ba->eos_id, "for the fingerprint (default 100257)");
-      batch->add_option("--pad-id", ba->pad_id, "for the fingerprint (default 100277)");
+      batch->add_option("--eos-id", ba->eos_id,
+                        "with --data-paths: for the fingerprint (default 100257; a run config "
+                        "gives its model.eos_token_id)");
+      batch->add_option("--pad-id", ba->pad_id,
+                        "with --data-paths: for the fingerprint (default 100277; a run config "
+                        "gives its model.pad_token_id)");
       batch->add_option("--max-target-seq-len", ba->max_target_seq_len,
                         "for the fingerprint (default: None)");
       batch->add_option("--tokens", ba->head_tokens, "tokens shown per instance (default 16)");

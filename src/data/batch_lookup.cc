@@ -85,7 +85,12 @@ BatchLookup LookupGlobalBatch(const BatchLookupOptions& o, uint64_t global_batch
     auto it = std::upper_bound(first.begin(), first.end(), static_cast<uint64_t>(g));
     b.file = static_cast<size_t>(it - first.begin()) - 1;
     b.token_offset = (g - first[b.file]) * seq;
-    if (head > 0) {
+    if (o.document_boundary) {
+      const std::vector<int32_t> ids = ReadTokens(o.paths[b.file], o.dtype, b.token_offset, seq);
+      b.doc_lens = DocumentLengths(ids.data(), o.seq_len, *o.document_boundary);
+      b.head.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(head));
+      r.files_opened.insert(b.file);
+    } else if (head > 0) {
       b.head = ReadTokens(o.paths[b.file], o.dtype, b.token_offset, head);
       r.files_opened.insert(b.file);
     }

@@ -3,7 +3,8 @@
 // file's size (floor(size / (itemsize · seq_len)) instances per file, in list order) and the order
 // of epoch e needs only (N, seed, e, I) (data_order.h). So the lookup stats every file, computes
 // the order, and then opens only the files that hold an instance of the batch, reading only the
-// first `head_tokens` tokens of each such instance. Nothing else is read.
+// first `head_tokens` tokens of each such instance (the whole instance when document lengths are
+// asked for). Nothing else is read.
 //
 // Batches are counted across epochs as the loader does: global batch b (0-based; trainer step
 // b + 1) is row b mod B of epoch 1 + b / B, with B = N / I whole batches per epoch.
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "data/instance_dataset.h"
 #include "data/token_files.h"
 
 namespace replica::data {
@@ -30,6 +32,9 @@ struct BatchLookupOptions {
   uint64_t seed = 0;
   uint64_t global_batch_instances = 0;  // I
   uint64_t head_tokens = 16;            // tokens read from the start of each instance
+  // When set (OLMo-core's generate_doc_lengths), every instance of the batch is read whole for its
+  // document lengths (DocumentLengths over its seq_len tokens).
+  std::optional<DocumentBoundary> document_boundary;
 };
 
 struct BatchInstance {
@@ -37,6 +42,7 @@ struct BatchInstance {
   size_t file = 0;            // index into paths
   uint64_t token_offset = 0;  // first token of the instance in that file
   std::vector<int32_t> head;  // its first min(head_tokens, seq_len) tokens
+  std::vector<int32_t> doc_lens;  // with document_boundary: its document lengths; else empty
 };
 
 struct BatchLookup {

@@ -9,11 +9,15 @@
 
 namespace replica::data {
 
-NumpyFslDataset::NumpyFslDataset(const FslDatasetOptions& options)
-    : seq_len_(options.seq_len), vocab_size_(options.vocab_size) {
+NumpyFslDataset::NumpyFslDataset(const FslDatasetOptions& options,
+                                 std::optional<DocumentBoundary> document_boundary)
+    : seq_len_(options.seq_len), vocab_size_(options.vocab_size), boundary_(document_boundary) {
   Require(options.seq_len >= 2, "dataset: sequence length {} too small; need at least 2",
           options.seq_len);
   Require(!options.paths.empty(), "dataset: no token files given");
+  Require(!boundary_ || boundary_->eos_token_id >= 0,
+          "dataset: document lengths need an EOS token id, got {}",
+          boundary_ ? boundary_->eos_token_id : 0);
   uint64_t seq = static_cast<uint64_t>(options.seq_len);
   files_.reserve(options.paths.size());
   first_instance_.push_back(0);

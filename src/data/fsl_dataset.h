@@ -3,8 +3,12 @@
 // cross files), numbered consecutively across files. Instance g lives in the file f whose
 // cumulative range holds g, at token offset (g - first_instance_f) * seq_len.
 // Opening checks every file (exists, whole tokens, ids < vocab_size) and rejects an empty corpus.
+// Given a document boundary (OLMo-core's generate_doc_lengths) each instance also has document
+// lengths: get_document_lengths over its seq_len tokens alone, so a document cut by an instance's
+// edge counts as one document on each side, and an instance without EOS is one document.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,12 +31,16 @@ struct InstanceLocation {
 
 class NumpyFslDataset : public InstanceDataset {
  public:
-  explicit NumpyFslDataset(const FslDatasetOptions& options);
+  // `document_boundary`: the EOS (and BOS) ids that split instances into documents; nullopt: no
+  // document lengths. Error when its EOS id is negative.
+  explicit NumpyFslDataset(const FslDatasetOptions& options,
+                           std::optional<DocumentBoundary> document_boundary = std::nullopt);
 
   uint64_t num_instances() const override { return num_instances_; }
   int64_t seq_len() const override { return seq_len_; }
   const std::string& fingerprint() const override { return fingerprint_; }
   void ReadInstance(uint64_t index, int32_t* out) const override;
+  std::optional<DocumentBoundary> document_boundary() const override { return boundary_; }
 
   InstanceLocation Locate(uint64_t index) const;
   const std::vector<TokenFile>& files() const { return files_; }
@@ -47,6 +55,7 @@ class NumpyFslDataset : public InstanceDataset {
   uint64_t vocab_size_;
   uint64_t num_instances_ = 0;
   std::string fingerprint_;
+  std::optional<DocumentBoundary> boundary_;
 };
 
 }  // namespace replica::data

@@ -31,10 +31,14 @@ uint64_t BudgetTokens(const MixtureOptions& o, const MixtureSource& s, double we
 
 }  // namespace
 
-MixtureDataset::MixtureDataset(const MixtureOptions& o) : seq_len_(o.seq_len), seed_(o.seed) {
+MixtureDataset::MixtureDataset(const MixtureOptions& o)
+    : seq_len_(o.seq_len), seed_(o.seed), boundary_(o.document_boundary) {
   Require(!o.sources.empty(), "mixture: no sources given");
   Require(o.sources.size() < (uint64_t{1} << 32), "mixture: too many sources");
   Require(o.seq_len >= 2, "mixture: sequence length {} too small; need at least 2", o.seq_len);
+  Require(!boundary_ || boundary_->eos_token_id >= 0,
+          "mixture: document lengths need an EOS token id, got {}",
+          boundary_ ? boundary_->eos_token_id : 0);
   double weight_sum = 0;
   for (const auto& s : o.sources) weight_sum += s.weight;
   const uint64_t T = static_cast<uint64_t>(o.seq_len);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct MixtureOptions {
   TokenDtype dtype = TokenDtype::kUint32;
   uint64_t vocab_size = 0;
   uint64_t seed = 0;
+  // Document lengths of every instance, as NumpyFslDataset gives them (fsl_dataset.h); nullopt:
+  // none.
+  std::optional<DocumentBoundary> document_boundary;
 };
 
 struct MixtureSourcePlan {
@@ -58,6 +62,7 @@ class MixtureDataset : public InstanceDataset {
   int64_t seq_len() const override { return seq_len_; }
   const std::string& fingerprint() const override { return fingerprint_; }
   void ReadInstance(uint64_t index, int32_t* out) const override;
+  std::optional<DocumentBoundary> document_boundary() const override { return boundary_; }
 
   const std::vector<MixtureSourcePlan>& plan() const { return plan_; }
   // (source, instance within that source's dataset) of mixture instance `index`.
@@ -79,6 +84,7 @@ class MixtureDataset : public InstanceDataset {
   int64_t seq_len_;
   uint64_t seed_;
   std::string fingerprint_;
+  std::optional<DocumentBoundary> boundary_;
 };
 
 }  // namespace replica::data

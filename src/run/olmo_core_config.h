@@ -72,7 +72,7 @@ struct OlmoCoreImport {
   // NumpyPackedFSLDatasetConfig: packing "obfd" (else "none") and its settings.
   std::string packing = "none", long_doc_strategy = "truncate";
   int64_t source_group_size = 1;
-  bool generate_doc_lengths = false;
+  bool generate_doc_lengths = false;  // of either dataset class: document lengths (cu_doc_lens)
 
   // Each replica key of `yaml` -> the JSON path (or rule) it came from, so that an error about a
   // replica key can name the OLMo-core field.

@@ -182,9 +182,11 @@ void Importer::Dataset(const json& j, const std::string& path) {
       else
         Refuse(o.At("source_group_size"), fmt::format("{}: must be at least 1", *v));
     }
-    if (auto v = o.Bool("generate_doc_lengths"))
-      r_.generate_doc_lengths.Set(*v, o.At("generate_doc_lengths"));
   }
+  // NumpyFSLDataset and NumpyPackedFSLDataset both split each instance at EOS
+  // (get_document_lengths).
+  if (auto v = o.Bool("generate_doc_lengths"))
+    r_.generate_doc_lengths.Set(*v, o.At("generate_doc_lengths"));
   const bool expand_glob = o.Bool("expand_glob").value_or(false);
   std::optional<std::string> mix = o.Str("mix");
   std::optional<std::string> base = o.Str("mix_base_dir");

@@ -270,10 +270,11 @@ void Importer::DecideData(Decided& d) {
     add("data.source_group_size",
         std::to_string(r_.source_group_size.set ? r_.source_group_size.value : 1),
         src(r_.source_group_size, "dataset.source_group_size (absent: 1)"));
+  }
+  if (r_.packing.set || (r_.generate_doc_lengths.set && r_.generate_doc_lengths.value))
     add("data.generate_doc_lengths",
         r_.generate_doc_lengths.set && r_.generate_doc_lengths.value ? "true" : "false",
         src(r_.generate_doc_lengths, "dataset.generate_doc_lengths (absent: false)"));
-  }
   d.dtype =
       r_.dtype.set ? r_.dtype.value
                    : (r_.tok_vocab.set && r_.tok_vocab.value > 65536 ? "uint32" : "uint16");

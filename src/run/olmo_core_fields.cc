@@ -128,9 +128,7 @@ std::vector<ClassRule> Build() {
   const std::vector<FieldRule> fsl = {
       Mapped("sequence_length", "data.seq_len"),
       Mapped("max_target_sequence_length", "(checked equal to sequence_length)"),
-      AcceptedAt("generate_doc_lengths", {false},
-                 "replica gives document lengths (intra-document masking) for packed instances "
-                 "only (NumpyPackedFSLDatasetConfig), not for NumpyFSLDataset's"),
+      Mapped("generate_doc_lengths", "data.generate_doc_lengths"),
       Refused("label_mask_paths", "replica has no per-token label masks"),
       Refused("source_mixture_config",
               "OLMo-core's source mixtures are not mapped; give the run's data_paths.txt "

@@ -96,7 +96,8 @@ const std::vector<Field>& Fields() {
       {"data.source_group_size", Kind::kInt, true, REF(data.source_group_size),
        "with packing obfd: this many consecutive files are packed together"},
       {"data.generate_doc_lengths", Kind::kBool, true, REF(data.generate_doc_lengths),
-       "with packing obfd: give the model each instance's document lengths (cu_doc_lens)"},
+       "give the model each instance's document lengths (cu_doc_lens: intra-document "
+       "attention), split at model.eos_token_id as OLMo-core's get_document_lengths does"},
       {"train.max_steps", Kind::kInt, false, REF(train.max_steps), "optimizer steps to run"},
       {"train.global_batch_instances", Kind::kInt, true, REF(train.global_batch_instances),
        "instances per optimizer step"},
@@ -716,8 +717,7 @@ void Validate(RunConfig& c, const std::string& source,
     for (const auto& [key, is_default] :
          {std::pair<const char*, bool>{"data.long_doc_strategy",
                                        c.data.long_doc_strategy == "truncate"},
-          {"data.source_group_size", c.data.source_group_size == 1},
-          {"data.generate_doc_lengths", !c.data.generate_doc_lengths}})
+          {"data.source_group_size", c.data.source_group_size == 1}})
       Require(is_default, "{}config key '{}': applies to packed instances only; set "
               "data.packing: obfd", W(key), key);
   } else {
@@ -734,6 +734,10 @@ void Validate(RunConfig& c, const std::string& source,
             "model.pad_token_id (padding) set",
             W("data.packing"));
   }
+  Require(!c.data.generate_doc_lengths || c.model.eos_token_id >= 0,
+          "{}config key 'data.generate_doc_lengths': document lengths need model.eos_token_id "
+          "(get_document_lengths ends a document at each EOS)",
+          W("data.generate_doc_lengths"));
   Require(c.data.dtype == "uint32" || c.model.vocab_size <= 65536,
           "{}config key 'data.dtype': uint16 cannot hold ids of a {}-row vocabulary",
           W("data.dtype"), c.model.vocab_size);

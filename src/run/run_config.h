@@ -60,7 +60,7 @@ struct RunConfig {
     std::string packing = "none";
     std::string long_doc_strategy = "truncate";  // with obfd: truncate | fragment
     int64_t source_group_size = 1;               // with obfd: files packed together
-    bool generate_doc_lengths = false;           // with obfd: document lengths (cu_doc_lens)
+    bool generate_doc_lengths = false;           // document lengths (cu_doc_lens), any dataset
   } data;
 
   struct Train {

@@ -79,6 +79,14 @@ data::PackedDatasetOptions PackedDatasetOptionsFor(const RunConfig& c, uint64_t 
   return o;
 }
 
+std::optional<data::DocumentBoundary> DocumentBoundaryFor(const RunConfig& c) {
+  if (!c.data.generate_doc_lengths) return std::nullopt;
+  Require(c.model.eos_token_id >= 0,
+          "config key 'data.generate_doc_lengths': document lengths need model.eos_token_id "
+          "(documents end at EOS)");
+  return data::DocumentBoundary{c.model.eos_token_id, c.model.bos_token_id};
+}
+
 std::shared_ptr<const data::InstanceDataset> OpenTrainingData(const RunConfig& c) {
   const uint64_t vocab =
       c.data.check_vocab ? static_cast<uint64_t>(c.model.vocab_size) : (uint64_t{1} << 31);
@@ -91,7 +99,7 @@ std::shared_ptr<const data::InstanceDataset> OpenTrainingData(const RunConfig& c
     o.seq_len = c.data.seq_len;
     o.dtype = dtype;
     o.vocab_size = vocab;
-    return std::make_shared<data::NumpyFslDataset>(o);
+    return std::make_shared<data::NumpyFslDataset>(o, DocumentBoundaryFor(c));
   }
   data::MixtureOptions o;
   for (const auto& s : c.data.mixture) {
@@ -108,6 +116,7 @@ std::shared_ptr<const data::InstanceDataset> OpenTrainingData(const RunConfig& c
   o.dtype = dtype;
   o.vocab_size = vocab;
   o.seed = static_cast<uint64_t>(c.data.mixture_seed);
+  o.document_boundary = DocumentBoundaryFor(c);
   return std::make_shared<data::MixtureDataset>(o);
 }
 

@@ -4,6 +4,7 @@
 // and offset before training starts.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,13 @@ std::vector<std::string> TrainingFiles(const RunConfig& config);
 // (TrainingFiles), sequence length, dtype, the model's EOS, BOS and padding ids, the long-document
 // strategy, source groups and generate_doc_lengths. `vocab_size` bounds the token ids.
 data::PackedDatasetOptions PackedDatasetOptionsFor(const RunConfig& config, uint64_t vocab_size);
+// The EOS and BOS ids (model.eos_token_id, model.bos_token_id) that split instances into documents
+// when data.generate_doc_lengths is set; nullopt when it is not. Error when it is set and the model
+// has no EOS id.
+std::optional<data::DocumentBoundary> DocumentBoundaryFor(const RunConfig& config);
 // What the run trains on: plain instances of data.paths (data/fsl_dataset.h), packed ones
-// (data.packing: obfd), or a mixture.
+// (data.packing: obfd), or a mixture; each with document lengths when data.generate_doc_lengths
+// is set.
 std::shared_ptr<const data::InstanceDataset> OpenTrainingData(const RunConfig& config);
 // "12 file(s)" or "mixture of 3 sources (12 files)", for messages.
 std::string DescribeTrainingData(const RunConfig& config);

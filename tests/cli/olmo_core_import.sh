@@ -142,7 +142,6 @@ refuse '.model.block.feed_forward_moe = {"_CLASS_": "olmo_core.nn.moe.MoEConfig"
 refuse '.model.block.sequence_mixer.rope.scaling = {"_CLASS_": "olmo_core.nn.rope.YaRNRoPEScalingConfig", "factor": 8}' 'model.block.sequence_mixer.rope.scaling'
 refuse '.train_module.scheduler._CLASS_ = "my_lab.schedules.Fancy"' 'train_module.scheduler._CLASS_'
 refuse '.train_module.float8_config.enabled = true' 'train_module.float8_config.enabled'
-refuse '.dataset.generate_doc_lengths = true' 'dataset.generate_doc_lengths'
 refuse '.trainer.callbacks.custom = {"_CLASS_": "my_lab.callbacks.Custom"}' 'trainer.callbacks.custom._CLASS_'
 refuse '.trainer.frobnicate = 3' 'trainer.frobnicate'
 refuse '.train_module.optim.step_increment_bugfix = false' 'train_module.optim.step_increment_bugfix'

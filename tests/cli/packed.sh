@@ -3,7 +3,7 @@
 # documents longer than the sequence under each strategy (documented: truncate drops the rest,
 # fragment keeps every token), a file without EOS (contributes nothing; alone: exit 2 naming it),
 # no instance is only padding, unknown strategy names, a sequence length that is not a power of
-# two, source_group_size 0, packing keys without packing, an empty file, and the same refusals
+# two, source_group_size 0, packing-only keys without packing, an empty file, and the same refusals
 # from an OLMo-core NumpyPackedFSLDatasetConfig; each error exits 2 naming the file or field.
 BIN=$1
 ROOT=$2
@@ -72,9 +72,9 @@ refused "source_group_size 0" "data.source_group_size" \
   "$BIN" data batch 0 "${base[@]}" --set "data.paths=[$ties]" --set data.source_group_size=0
 refused "unknown packing" "data.packing" \
   "$BIN" data batch 0 "${base[@]}" --set "data.paths=[$ties]" --set data.packing=ffd
-refused "generate_doc_lengths without packing" "data.generate_doc_lengths" \
+refused "long_doc_strategy without packing" "data.long_doc_strategy" \
   "$BIN" data batch 0 --config "$ROOT/configs/demo.yaml" --set "data.paths=[$ties]" \
-  --set data.generate_doc_lengths=true
+  --set data.long_doc_strategy=fragment
 
 # replica train reads packed instances: the run's data line counts the packed instances.
 "$BIN" train "$ROOT/configs/demo.yaml" --set data.seq_len=16 --set data.packing=obfd \

@@ -307,8 +307,6 @@ TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {
        "train_module.scheduler.units"},
       {[](json& j) { j["train_module"]["float8_config"]["enabled"] = true; },
        "train_module.float8_config.enabled"},
-      {[](json& j) { j["dataset"]["generate_doc_lengths"] = true; },
-       "dataset.generate_doc_lengths"},
       {[](json& j) { j["dataset"]["max_target_sequence_length"] = 16384; },
        "dataset.max_target_sequence_length"},
       {[](json& j) {
@@ -336,6 +334,36 @@ TEST(OlmoCoreImport, UnsupportedFieldsAndUnknownClassesAreRefused) {
     const OlmoCoreImport im = ImportOlmoCoreConfig(j, "edited", {});
     EXPECT_TRUE(Has(im.refused, c.path))
         << c.path << " not in " << testing::PrintToString(Paths(im.refused));
+  }
+}
+
+// generate_doc_lengths on OLMo-core's plain NumpyFSLDatasetConfig maps to data.generate_doc_lengths
+// on plain instances (data.packing none); the YAML loads and validates, and false stays the
+// default (no line written).
+TEST(OlmoCoreImport, PlainDatasetDocumentLengthsAreMapped) {
+  for (const char* spelling : {"sequence_mixer", "attention"}) {
+    json j = Stage("pretrain-1", spelling);
+    ASSERT_EQ(j["dataset"]["_CLASS_"], "olmo_core.data.numpy_dataset.NumpyFSLDatasetConfig");
+    j["dataset"]["generate_doc_lengths"] = true;
+    const OlmoCoreImport im = ImportOlmoCoreConfig(j, "p1-docs", {});
+    EXPECT_TRUE(im.refused.empty()) << testing::PrintToString(Paths(im.refused));
+    EXPECT_TRUE(im.generate_doc_lengths);
+    EXPECT_EQ(im.packing, "none");
+    EXPECT_NE(im.yaml.find("  generate_doc_lengths: true"), std::string::npos) << im.yaml;
+    EXPECT_EQ(im.yaml.find("packing: obfd"), std::string::npos) << im.yaml;
+    const RunConfig c = FromImport(im);
+    EXPECT_TRUE(c.data.generate_doc_lengths);
+    EXPECT_EQ(c.data.packing, "none");
+    EXPECT_EQ(c.model.eos_token_id, im.eos_token_id);
+    // The only trajectory difference from stage 1 is the document mask.
+    EXPECT_EQ(TrajectoryDifferences(c, Preset("olmo3-7b-stage1.yaml")),
+              std::vector<std::string>{"data.generate_doc_lengths"});
+
+    j["dataset"]["generate_doc_lengths"] = false;
+    const OlmoCoreImport off = ImportOlmoCoreConfig(j, "p1", {});
+    EXPECT_TRUE(off.refused.empty()) << testing::PrintToString(Paths(off.refused));
+    EXPECT_FALSE(off.generate_doc_lengths);
+    EXPECT_EQ(off.yaml.find("generate_doc_lengths"), std::string::npos) << off.yaml;
   }
 }
 
