@@ -23,6 +23,7 @@ class CpuFp32Backend : public Backend {
   const char* name() const override { return "cpu-fp32"; }
   Precision matmul_precision() const override { return matmul_; }
   bool is_host() const override { return true; }
+  StepScratch StepScratchBytes(const StepShape& s) const override;  // step_scratch.cc
 
   void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
                      float* y) const override;
