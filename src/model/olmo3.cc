@@ -450,6 +450,7 @@ uint64_t Olmo3Model::ActivationArenaFloats(const ModelConfig& config, int64_t ma
 
 Recompute Olmo3Model::recompute() const { return impl_->recompute; }
 uint64_t Olmo3Model::activation_arena_floats() const { return impl_->acts_buffer.size(); }
+uint64_t Olmo3Model::lm_head_workspace_bytes() const { return impl_->lm_ws.allocated_bytes(); }
 
 const ModelConfig& Olmo3Model::config() const { return impl_->config; }
 const ParamLayout& Olmo3Model::layout() const { return impl_->layout; }

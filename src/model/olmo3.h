@@ -36,6 +36,7 @@ class Olmo3Model {
                                         int64_t max_seq, Recompute recompute);
   Recompute recompute() const;
   uint64_t activation_arena_floats() const;  // what this model allocated
+  uint64_t lm_head_workspace_bytes() const;  // what its LM head workspace holds now
 
   const ModelConfig& config() const;
   const ParamLayout& layout() const;

@@ -28,6 +28,7 @@
 #include "ops/lm_head_workspace.h"  // CrossEntropySums, LmHeadWorkspace
 #include "ops/precision.h"
 #include "ops/rope_table.h"
+#include "ops/step_scratch.h"
 #include "ops/stored_matrix.h"
 #include "tensor/buffer.h"
 #include "tensor/flat_buffer.h"
@@ -48,6 +49,8 @@ class Backend {
   // True when the pointers the ops take address host memory: collectives, checkpoints and I/O
   // read and write them in place; otherwise they copy through host buffers.
   virtual bool is_host() const = 0;
+  // What the ops keep between calls for a training step of this shape (ops/step_scratch.h).
+  virtual StepScratch StepScratchBytes(const StepShape&) const { return {}; }
 
   // ---- Memory ------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 // of whole rows over the vocabulary plus per-row statistics. The chunk's row count depends only on
 // the vocabulary and the scratch budget, never on the thread count.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -26,6 +27,14 @@ class LmHeadWorkspace {
   // The chunk_rows() of a workspace built with these arguments: scratch_floats / vocab rows,
   // clamped to [1, max_rows].
   static int64_t ChunkRows(int64_t max_rows, int64_t vocab, int64_t scratch_floats = kScratchFloats);
+  // The bytes a workspace built with these arguments holds: its logits chunk and per-row
+  // statistics, plus, with `backward_scratch`, the two [chunk_rows, D] buffers that scaled_x(D)
+  // and e_times_w(D) size on first use. The constructor and those two calls size their buffers
+  // through the same element counts.
+  static uint64_t Bytes(int64_t max_rows, int64_t vocab, int64_t D, bool backward_scratch,
+                        int64_t scratch_floats = kScratchFloats);
+  // The bytes this workspace holds now (the capacities of its buffers).
+  uint64_t allocated_bytes() const;
   int64_t chunk_rows() const { return chunk_rows_; }
   int64_t vocab() const { return vocab_; }
   float* logits() { return logits_.data(); }
@@ -42,6 +51,16 @@ class LmHeadWorkspace {
   float* e_times_w(int64_t D);
 
  private:
+  // Element counts of the buffers: logits [chunk_rows, vocab], each per-row statistic
+  // [chunk_rows], each backward buffer [chunk_rows, D].
+  static size_t LogitsElems(int64_t chunk_rows, int64_t vocab) {
+    return static_cast<size_t>(chunk_rows * vocab);
+  }
+  static size_t RowElems(int64_t chunk_rows) { return static_cast<size_t>(chunk_rows); }
+  static size_t BackwardElems(int64_t chunk_rows, int64_t D) {
+    return static_cast<size_t>(chunk_rows * D);
+  }
+
   int64_t chunk_rows_ = 0, vocab_ = 0;
   std::vector<float> logits_;
   std::vector<double> lse_, ce_, sum_;

@@ -14,7 +14,7 @@ RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, const RopeParam
   t.head_dim = head_dim;
   t.params = params;
   const int64_t half = head_dim / 2;
-  t.cos.resize(static_cast<size_t>(max_positions * half));
+  t.cos.resize(RopeTableBytesOf(max_positions, head_dim) / (2 * sizeof(float)));
   t.sin.resize(t.cos.size());
   for (int64_t j = 0; j < half; ++j) {
     for (int64_t p = 0; p < max_positions; ++p) {
@@ -24,6 +24,10 @@ RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, const RopeParam
     }
   }
   return t;
+}
+
+uint64_t RopeTableBytesOf(int64_t max_positions, int64_t head_dim) {
+  return 2 * sizeof(float) * static_cast<uint64_t>(max_positions * (head_dim / 2));  // cos, sin
 }
 
 RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, double theta) {

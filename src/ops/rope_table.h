@@ -16,6 +16,8 @@ struct RopeTable {
 };
 
 RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, const RopeParams& params);
+// The bytes of the table MakeRopeTable(max_positions, head_dim, ...) builds.
+uint64_t RopeTableBytesOf(int64_t max_positions, int64_t head_dim);
 // Plain RoPE with this theta.
 RopeTable MakeRopeTable(int64_t max_positions, int64_t head_dim, double theta);
 

@@ -20,31 +20,6 @@ namespace {
 
 bool PowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
 
-// Floats the bf16 GEMM's kept operand copies reach (ops/cpu/gemm_bf16.cc: one A and one B buffer,
-// each grown to the largest operand it has held). Linear: y = x Wᵀ (A = x [N, in], B = W),
-// dx = dy W (A = dy [N, out], B = W), dW = dyᵀ x (A = dy, B = x); the LM head the same on
-// chunks of rows.
-uint64_t Bf16GemmScratchFloats(const ModelConfig& m, uint64_t N) {
-  const uint64_t D = m.hidden_size, I = m.intermediate_size, V = m.vocab_size;
-  const uint64_t Hd = m.num_heads * m.head_dim, KVd = m.num_kv_heads * m.head_dim;
-  const uint64_t widest = std::max({D, I, Hd, KVd});
-  const uint64_t c = static_cast<uint64_t>(LmHeadChunkRows(m, static_cast<int64_t>(N)));
-  const uint64_t max_a = std::max(N * widest, c * V);
-  const uint64_t max_b = std::max({V * D, I * D, Hd * D, N * widest});
-  return max_a + max_b;
-}
-
-// Floats the bf16-fsdp ops hold besides the GEMM's copies (ops/cpu/fsdp_bf16.cc): the fresh
-// activation gradient before its rounded add (up to N × the widest row), the fresh weight
-// gradient of the largest matmul weight (the LM head's summed over all rows), and attention
-// backward's per-query-head dk and dv before the kv heads' sums (2 · N · H·hd).
-uint64_t FsdpScratchFloats(const ModelConfig& m, uint64_t N) {
-  const uint64_t D = m.hidden_size, I = m.intermediate_size, V = m.vocab_size;
-  const uint64_t Hd = m.num_heads * m.head_dim, KVd = m.num_kv_heads * m.head_dim;
-  const uint64_t widest = std::max({D, I, Hd, KVd});
-  return N * widest + std::max({V * D, I * D, Hd * D}) + 2 * N * Hd;
-}
-
 // What the checkpoint path holds on the rank that writes most (docs/memory.md):
 //   zero1: rank 0 writes everything: the background writer's snapshot of params, m and v (12P,
 //          first-touched at the start of the run), with R > 1 the whole m and v gathered for it
@@ -132,6 +107,10 @@ ModelFootprint ModelFootprint::Of(const RunConfig& c) {
   for (Recompute r : {Recompute::kNone, Recompute::kMlp, Recompute::kFull})
     f.arena_floats[static_cast<int>(r)] = Olmo3Model::ActivationArenaFloats(
         c.model, c.train.micro_batch_instances, c.data.seq_len, r);
+  f.step_scratch = TrainingStepScratch(
+      c.model, c.train.micro_batch_instances * c.data.seq_len, c.compute.device,
+      ParsePrecision(c.compute.precision, "config key 'compute.precision'"));
+  f.rope_table_bytes = RopeTableBytes(c.model, c.data.seq_len);
   return f;
 }
 
@@ -150,8 +129,9 @@ MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world
   const int64_t M_r = c.train.global_batch_instances / world / mu;
   const bool zero3 = c.parallel.sharding == "zero3";
   MemoryPlan mem;
-  const Precision precision = ParsePrecision(c.compute.precision, "config key 'compute.precision'");
-  const bool bf16_matmuls = MatmulOperands(precision) == Precision::kBf16;
+  const bool bf16_matmuls =
+      MatmulOperands(ParsePrecision(c.compute.precision, "config key 'compute.precision'")) ==
+      Precision::kBf16;
   if (zero3) {
     mem.params = 4 * S;
     mem.grads = 4 * S;
@@ -178,14 +158,11 @@ MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world
                            : 4 * P * static_cast<uint64_t>(AccumulationStackDepth(M_r));
   }
   CheckpointBytes(c.parallel.sharding, P, S, world, mem);
-  const uint64_t N = static_cast<uint64_t>(mu * T);
-  const uint64_t chunk = static_cast<uint64_t>(LmHeadChunkRows(m, static_cast<int64_t>(N)));
-  const uint64_t ropes = m.rope_full.SameMath(m.rope_sliding) ? 1 : 2;
-  mem.activations = 4 * (f.arena_floats[static_cast<int>(policy)] +
-                         chunk * (static_cast<uint64_t>(m.vocab_size + m.hidden_size) + 5) +
-                         ropes * static_cast<uint64_t>(T * m.head_dim));
-  if (bf16_matmuls) mem.gemm_scratch = 4 * Bf16GemmScratchFloats(m, N);
-  if (precision == Precision::kBf16Fsdp) mem.gemm_scratch += 4 * FsdpScratchFloats(m, N);
+  const StepScratch& scratch = f.step_scratch;
+  mem.activations = 4 * f.arena_floats[static_cast<int>(policy)] + scratch.lm_head_workspace +
+                    f.rope_table_bytes;
+  mem.weight_copies = scratch.weight_copies;
+  mem.gemm_scratch = scratch.operand_scratch + scratch.op_scratch;
   mem.batch = 8 * static_cast<uint64_t>(mu * M_r * T);
   mem.runtime = RuntimeBytes(world);
   return mem;
@@ -306,6 +283,7 @@ nlohmann::json MemoryPlan::ToJson() const {
           {"checkpoint_snapshot", checkpoint_snapshot},
           {"checkpoint_file_map", checkpoint_file_map},
           {"activations", activations},
+          {"weight_copies", weight_copies},
           {"gemm_scratch", gemm_scratch},
           {"batch", batch},
           {"runtime", runtime}};
@@ -382,12 +360,13 @@ std::string RunPlan::ToText() const {
                    100.0 * recompute_flops_per_token / flops_per_token);
   s += fmt::format("memory per rank   {:.2f} GiB: params {:.2f}, grads {:.2f}, adam {:.2f}, "
                    "accumulation {:.2f}, unit buffers {:.2f}, checkpoint snapshot {:.2f}, "
-                   "checkpoint file map {:.2f}, activations {:.2f}, gemm scratch {:.2f}, "
-                   "batch {:.3f}, runtime {:.3f}\n",
+                   "checkpoint file map {:.2f}, activations {:.2f}, weight copies {:.2f}, "
+                   "gemm scratch {:.2f}, batch {:.3f}, runtime {:.3f}\n",
                    gib(memory.total()), gib(memory.params), gib(memory.grads), gib(memory.adam),
                    gib(memory.accumulation), gib(memory.unit_buffers),
                    gib(memory.checkpoint_snapshot), gib(memory.checkpoint_file_map),
-                   gib(memory.activations), gib(memory.gemm_scratch), gib(memory.batch),
+                   gib(memory.activations), gib(memory.weight_copies), gib(memory.gemm_scratch),
+                   gib(memory.batch),
                    gib(memory.runtime));
   if (memory.rank0_only > 0 && world > 1)
     s += fmt::format("  other ranks     {:.2f} GiB (rank 0 alone writes checkpoints)\n",

@@ -25,12 +25,16 @@
 //                        zero3: 12S on every rank (sharded checkpoint)
 //   checkpoint_file_map  the largest checkpoint file, mapped while the manifest hashes it:
 //                        zero1 8P (rank 0), zero3 12S
-//   activations        4·Olmo3Model::ActivationArenaFloats(μ, T, policy) + the LM head's chunk
-//                      (c = min(N, max(1, 8Mi/V)) rows of V + D + 5 floats) + RoPE tables (2·T·hd/2 per
-//                      distinct setting, ≤ 2)
-//   gemm_scratch       compute.precision bf16 and bf16-fsdp: the operand copies the bf16 GEMM
-//                      keeps (4·(max A + max B) floats over the model's GEMMs); bf16-fsdp adds
-//                      its ops' scratch (4·(N·widest row + largest weight + 2·N·H·hd) floats)
+//   activations        4·Olmo3Model::ActivationArenaFloats(μ, T, policy) + the LM head's workspace
+//                      (LmHeadWorkspace::Bytes, as the precision's backend grows it) + the RoPE
+//                      tables (RopeTableBytes: one per distinct setting)
+//   weight_copies      the bf16 copies of the matmul weights the bf16 GEMM keeps per optimizer step
+//                      (compute.precision bf16 on the oneDNN route only; 0 elsewhere)
+//   gemm_scratch       what the bf16 backends' ops keep on the calling thread: the bf16 GEMM's
+//                      operand buffers (bf16), the bf16-fsdp ops' buffers (bf16-fsdp)
+// The last three are the backend's own figures (Backend::StepScratchBytes, through
+// model/model_sizes.h TrainingStepScratch), computed from the size functions its allocators use,
+// for the bf16 GEMM route of the machine that plans.
 //   batch              8·(μ·M_r)·T: the rank's token ids and labels
 //   runtime            the process without the model: code, libraries, OpenMP/BLAS/MPI state
 //                      (RuntimeBytes, measured: docs/memory.md)
@@ -44,18 +48,19 @@
 #include <vector>
 
 #include "model/recompute.h"
+#include "model/model_sizes.h"  // StepScratch
 #include "run/run_config.h"
 
 namespace replica {
 
 struct MemoryPlan {
   uint64_t params = 0, grads = 0, adam = 0, accumulation = 0, unit_buffers = 0,
-           checkpoint_snapshot = 0, checkpoint_file_map = 0, activations = 0, gemm_scratch = 0,
-           batch = 0, runtime = 0;
+           checkpoint_snapshot = 0, checkpoint_file_map = 0, activations = 0, weight_copies = 0,
+           gemm_scratch = 0, batch = 0, runtime = 0;
   uint64_t rank0_only = 0;  // of the total, what only rank 0 holds (it alone writes checkpoints)
   uint64_t total() const {
     return params + grads + adam + accumulation + unit_buffers + checkpoint_snapshot +
-           checkpoint_file_map + activations + gemm_scratch + batch + runtime;
+           checkpoint_file_map + activations + weight_copies + gemm_scratch + batch + runtime;
   }
   nlohmann::json ToJson() const;
 };
@@ -123,6 +128,8 @@ struct ModelFootprint {
   uint64_t params_floats = 0;        // P: the flat layout's floats, alignment padding included
   uint64_t largest_unit_floats = 0;  // U: embedding, one layer, or final norm + LM head
   uint64_t arena_floats[3] = {};     // Olmo3Model::ActivationArenaFloats(μ, T, policy) by policy
+  StepScratch step_scratch;          // TrainingStepScratch(model, μ·T, device, precision)
+  uint64_t rope_table_bytes = 0;     // RopeTableBytes(model, T)
   static ModelFootprint Of(const RunConfig& c);
 };
 

@@ -77,7 +77,7 @@ const uint16_t* Bf16WeightCopy(const float* W, int64_t ld, int64_t rows, int64_t
   if (c.scope == scope_serial && c.epoch == now && c.thread == std::this_thread::get_id())
     return c.bits.data();
   ProfileScope profile_scope(ProfileCategory::kCast);
-  c.bits.resize(static_cast<size_t>(rows * cols));
+  c.bits.resize(Bf16WeightCopyBytes(rows, cols) / sizeof(uint16_t));
   ConvertToBf16(W, ld, c.bits.data(), cols, rows, cols);
   c.thread = std::this_thread::get_id();
   c.scope = scope_serial;
@@ -99,6 +99,17 @@ void NoteWeightsWritten(const void* begin, size_t bytes) {
     const char* b = a + sizeof(float) * static_cast<size_t>((key.rows - 1) * key.ld + key.cols);
     if (a < hi && lo < b) c.scope = 0;
   }
+}
+
+uint64_t Bf16WeightCopyBytes(int64_t rows, int64_t cols) {
+  return sizeof(uint16_t) * static_cast<uint64_t>(rows * cols);
+}
+
+uint64_t Bf16WeightCopiesHeldBytes() {
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t bytes = 0;
+  for (const auto& [key, c] : Table()) bytes += sizeof(uint16_t) * c.bits.capacity();
+  return bytes;
 }
 
 int64_t Bf16WeightConversions() {

@@ -43,6 +43,11 @@ const uint16_t* Bf16WeightCopy(const float* W, int64_t ld, int64_t rows, int64_t
 void NoteWeightsUpdated();
 void NoteWeightsWritten(const void* begin, size_t bytes);
 
+// The bytes of the copy Bf16WeightCopy keeps of a rows × cols block (it sizes the copy so).
+uint64_t Bf16WeightCopyBytes(int64_t rows, int64_t cols);
+// The bytes every kept copy holds now, over all threads (tests).
+uint64_t Bf16WeightCopiesHeldBytes();
+
 // Conversions Bf16WeightCopy has made in this process (tests, bench).
 int64_t Bf16WeightConversions();
 

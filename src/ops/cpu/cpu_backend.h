@@ -23,6 +23,7 @@ class CpuFp32Backend : public Backend {
   const char* name() const override { return "cpu-fp32"; }
   Precision matmul_precision() const override { return matmul_; }
   bool is_host() const override { return true; }
+  StepScratch StepScratchBytes(const StepShape& s) const override;  // step_scratch.cc
   Buffer Allocate(DType dtype, size_t elements) const override {
     return Buffer(dtype, elements, Location::kHost);
   }

@@ -10,6 +10,7 @@ namespace replica {
 class CpuBf16FsdpBackend : public CpuBf16Backend {
  public:
   const char* name() const override { return "cpu-bf16-fsdp"; }
+  StepScratch StepScratchBytes(const StepShape& s) const override;  // step_scratch.cc
 
   void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
                      float* y) const override;

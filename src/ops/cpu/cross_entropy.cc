@@ -19,7 +19,7 @@ namespace {
 void ChunkForward(const float* x, const float* W, const int32_t* labels, int64_t r0, int64_t rows,
                   int64_t D, int64_t V, LmHeadWorkspace& ws, Precision precision) {
   float* logits = ws.logits();
-  Gemm(precision, false, true, rows, V, D, 1.0f, x + r0 * D, D, W, D, 0.0f, logits, V, GemmB::kWeight);
+  Gemm(precision, LmHeadChunkGemms(rows, D, V)[0], 1.0f, x + r0 * D, D, W, D, 0.0f, logits, V);
 #pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
   for (int64_t i = 0; i < rows; ++i) {
     const int32_t y = labels[r0 + i];
@@ -40,6 +40,12 @@ void ChunkForward(const float* x, const float* W, const int32_t* labels, int64_t
 }
 
 }  // namespace
+
+std::array<GemmShape, 3> LmHeadChunkGemms(int64_t rows, int64_t D, int64_t V) {
+  return {GemmShape{false, true, rows, V, D, GemmB::kWeight},
+          GemmShape{false, false, rows, D, V, GemmB::kWeight},
+          GemmShape{true, false, V, D, rows, GemmB::kActivation}};
+}
 
 CrossEntropySums LmHeadLossForward(const float* x, const float* W, const int32_t* labels,
                                    int64_t N, int64_t D, int64_t V, LmHeadWorkspace& ws,
@@ -91,8 +97,9 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
       ws.row_coef()[i] = dy;
       for (int64_t k = 0; k < D; ++k) xs[i * D + k] = coef * x[(r0 + i) * D + k];
     }
-    Gemm(precision, false, false, rows, D, V, 1.0f, e, V, W, D, 0.0f, ew, D, GemmB::kWeight);
-    Gemm(precision, true, false, V, D, rows, 1.0f, e, V, xs, D, 1.0f, dW, D);
+    const std::array<GemmShape, 3> g = LmHeadChunkGemms(rows, D, V);
+    Gemm(precision, g[1], 1.0f, e, V, W, D, 0.0f, ew, D);
+    Gemm(precision, g[2], 1.0f, e, V, xs, D, 1.0f, dW, D);
     const bool bf16 = precision == Precision::kBf16;
     for (int64_t i = 0; i < rows; ++i) {  // in row order: rows may share a label
       const int32_t y = labels[r0 + i];

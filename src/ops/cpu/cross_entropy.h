@@ -14,7 +14,10 @@
 // dx and dW must not alias x, W or each other (with a tied head W and the embedding gradient are
 // different buffers: parameters and gradients).
 #pragma once
+#include <array>
 #include <cstdint>
+
+#include "ops/cpu/gemm_bf16.h"
 #include "ops/lm_head_workspace.h"
 #include "ops/precision.h"
 
@@ -36,6 +39,10 @@ CrossEntropySums LmHeadLossForwardBackward(const float* x, const float* W, const
                                            int64_t N, int64_t D, int64_t V, double grad_scale,
                                            double z_mul, LmHeadWorkspace& ws, float* dx,
                                            float* dW, Precision precision = Precision::kFp32);
+
+// The GEMMs one chunk of `rows` rows runs, as it calls them: the logits x Wᵀ, then the backward's
+// (e' W) and e'ᵀ (coef ⊙ x) (the weight is operand B of the first two).
+std::array<GemmShape, 3> LmHeadChunkGemms(int64_t rows, int64_t D, int64_t V);
 
 // Plain reference: materialises all logits and computes everything in double (tests only).
 // dx and dW may be null (forward only). With kBf16, x and W are rounded to bf16 before the logits

@@ -24,7 +24,11 @@ inline float R(float x) { return RoundToBf16(x); }
 // Scratch that lives with the calling thread and grows to the largest call (the ops are not
 // re-entered on a thread). Zeroed on request.
 float* Scratch(std::vector<float>& buffer, int64_t n, bool zero) {
-  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+  if (static_cast<int64_t>(buffer.size()) < n) {  // exactly n, so it holds its largest call's
+    buffer.clear();
+    buffer.shrink_to_fit();
+    buffer.resize(static_cast<size_t>(n));
+  }
   if (zero) std::fill_n(buffer.data(), n, 0.0f);
   return buffer.data();
 }
@@ -356,6 +360,11 @@ void FsdpLmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int6
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
   PairOrderGemm(false, true, N, V, D, x, D, Rounded(tls_m, W, V * D), D, logits, V);
   RoundToBf16(logits, logits, N * V);
+}
+
+FsdpScratch FsdpScratchHeld() {
+  const auto bytes = [](const std::vector<float>& v) { return sizeof(float) * v.capacity(); };
+  return {bytes(tls_a), bytes(tls_b), bytes(tls_c), bytes(tls_w), bytes(tls_m)};
 }
 
 }  // namespace replica

@@ -19,14 +19,24 @@
 namespace replica {
 namespace {
 
-// Per-thread operand scratch, grown on demand and kept (no allocation in a steady step).
+// Per-thread operand scratch, grown on demand and kept (no allocation in a steady step). It grows
+// to exactly the largest size asked (not geometrically), so what it holds is the largest
+// operand's size (GemmBf16CallScratch).
 template <typename T>
 T* Scratch(std::vector<T>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  if (static_cast<int64_t>(v.size()) < n) {
+    v.clear();
+    v.shrink_to_fit();
+    v.resize(static_cast<size_t>(n));
+  }
   return v.data();
 }
 thread_local std::vector<float> tls_a, tls_b;
 thread_local std::vector<uint16_t> tls_a16, tls_b16;
+
+// Elements of a call's operands, whatever their transposition: op(A) is M × K, op(B) K × N.
+int64_t AElems(int64_t M, int64_t K) { return M * K; }
+int64_t BElems(int64_t K, int64_t N) { return K * N; }
 
 int64_t CeilDiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -164,8 +174,8 @@ void GemmBf16Emulated(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
                       float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   const int64_t ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
-  float* a = Scratch(tls_a, ra * ca);
-  float* b = Scratch(tls_b, rb * cb);
+  float* a = Scratch(tls_a, AElems(M, K));
+  float* b = Scratch(tls_b, BElems(K, N));
   {
     ProfileScope profile_scope(ProfileCategory::kCast);
     RoundToBf16(A, lda, a, ca, ra, ca);
@@ -186,22 +196,22 @@ void GemmBf16OneDnn(bool bf16_operands, bool ta, bool tb, int64_t M, int64_t N, 
     return;
   }
   if (bf16_operands) {
-    uint16_t* a = Scratch(tls_a16, ra * ca);
+    uint16_t* a = Scratch(tls_a16, AElems(M, K));
     const uint16_t* b =
         b_kind == GemmB::kWeight ? Bf16WeightCopy(B, ldb, rb, cb) : nullptr;
     {
       ProfileScope cast_scope(ProfileCategory::kCast);
       ConvertToBf16(A, lda, a, ca, ra, ca);
       if (b == nullptr) {
-        uint16_t* scratch = Scratch(tls_b16, rb * cb);
+        uint16_t* scratch = Scratch(tls_b16, BElems(K, N));
         ConvertToBf16(B, ldb, scratch, cb, rb, cb);
         b = scratch;
       }
     }
     OneDnnTiled(true, ta, tb, M, N, K, alpha, a, ca, b, cb, beta, C, ldc);
   } else {
-    float* a = Scratch(tls_a, ra * ca);
-    float* b = Scratch(tls_b, rb * cb);
+    float* a = Scratch(tls_a, AElems(M, K));
+    float* b = Scratch(tls_b, BElems(K, N));
     RoundToBf16(A, lda, a, ca, ra, ca);
     RoundToBf16(B, ldb, b, cb, rb, cb);
     OneDnnTiled(false, ta, tb, M, N, K, alpha, a, ca, b, cb, beta, C, ldc);
@@ -269,6 +279,38 @@ void Gemm(Precision precision, bool ta, bool tb, int64_t M, int64_t N, int64_t K
   } else {
     Sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }
+}
+
+void Gemm(Precision precision, const GemmShape& s, float alpha, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  Gemm(precision, s.trans_a, s.trans_b, s.M, s.N, s.K, alpha, A, lda, B, ldb, beta, C, ldc,
+       s.b_kind);
+}
+
+void Bf16GemmScratch::Grow(const Bf16GemmScratch& o) {
+  a = std::max(a, o.a);
+  b = std::max(b, o.b);
+}
+
+Bf16GemmScratch GemmBf16CallScratch(Bf16GemmRoute route, const GemmShape& s, bool weight_scope) {
+  if (s.M <= 0 || s.N <= 0) return {};
+  const auto elems = [](int64_t n) { return static_cast<uint64_t>(n); };
+  if (route == Bf16GemmRoute::kEmulated)
+    return {sizeof(float) * elems(AElems(s.M, s.K)), sizeof(float) * elems(BElems(s.K, s.N))};
+  if (s.K == 0) return {};
+  const bool b_cached = weight_scope && s.b_kind == GemmB::kWeight;
+  return {sizeof(uint16_t) * elems(AElems(s.M, s.K)),
+          b_cached ? 0 : sizeof(uint16_t) * elems(BElems(s.K, s.N))};
+}
+
+Bf16GemmScratch GemmBf16ScratchHeld() {
+  return {sizeof(float) * tls_a.capacity() + sizeof(uint16_t) * tls_a16.capacity(),
+          sizeof(float) * tls_b.capacity() + sizeof(uint16_t) * tls_b16.capacity()};
+}
+
+uint64_t GemmBf16WeightCopyBytes(const GemmShape& s) {
+  if (s.b_kind != GemmB::kWeight) return 0;
+  return Bf16WeightCopyBytes(s.trans_b ? s.N : s.K, s.trans_b ? s.K : s.N);
 }
 
 void GemmBf16Reference(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,

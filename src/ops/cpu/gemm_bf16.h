@@ -28,6 +28,13 @@ namespace replica {
 // constant while a Bf16WeightScope is open (its bf16 copy is made once).
 enum class GemmB { kActivation, kWeight };
 
+// One GEMM call's shape and operand kinds, as Gemm below takes them.
+struct GemmShape {
+  bool trans_a = false, trans_b = false;
+  int64_t M = 0, N = 0, K = 0;
+  GemmB b_kind = GemmB::kActivation;
+};
+
 void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
               int64_t ldc, GemmB b_kind = GemmB::kActivation);
@@ -36,6 +43,10 @@ void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
 void Gemm(Precision precision, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
           float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
           float* C, int64_t ldc, GemmB b_kind = GemmB::kActivation);
+
+// Gemm on a GemmShape.
+void Gemm(Precision precision, const GemmShape& s, float alpha, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 enum class Bf16GemmRoute { kEmulated, kOneDnn };
 // kOneDnn when the ISA in use is amx, or avx512 on an AMD CPU with AVX512_BF16 (and oneDNN has
@@ -62,6 +73,23 @@ void GemmBf16OneDnnPreconverted(bool trans_a, bool trans_b, int64_t M, int64_t N
                                 float alpha, const uint16_t* A, int64_t lda, const uint16_t* B,
                                 int64_t ldb, float beta, float* C, int64_t ldc);
 bool OneDnnBf16MatmulAvailable();
+
+// Memory the bf16 GEMM keeps between calls, in bytes. Operand scratch lives with the calling
+// thread and grows to the largest operand it has held: on the emulated route A's and B's
+// bf16-rounded fp32 copies (4 bytes an element), on the oneDNN route their bf16 conversions (2
+// bytes), where B is skipped when it is a weight read from its bf16 copy (bf16_weights.h) because
+// a Bf16WeightScope is open. The GEMM sizes its buffers through the same element counts.
+struct Bf16GemmScratch {
+  uint64_t a = 0, b = 0;
+  void Grow(const Bf16GemmScratch& o);  // each buffer to the larger of the two
+  uint64_t bytes() const { return a + b; }
+};
+Bf16GemmScratch GemmBf16CallScratch(Bf16GemmRoute route, const GemmShape& s, bool weight_scope);
+// The calling thread's operand scratch now (both routes' buffers).
+Bf16GemmScratch GemmBf16ScratchHeld();
+// The bf16 copy of the weight operand B of a kWeight call (its rows × cols block), in bytes: what
+// Bf16WeightCopy keeps for it while it is used in a scope. 0 for an activation B.
+uint64_t GemmBf16WeightCopyBytes(const GemmShape& s);
 
 // Plain reference: rounds the operands to bf16, multiplies and sums in double, rounds once.
 void GemmBf16Reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

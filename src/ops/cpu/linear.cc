@@ -1,22 +1,25 @@
 #include "ops/cpu/linear.h"
 
-#include "ops/cpu/gemm_bf16.h"
-
 namespace replica {
+
+std::array<GemmShape, 3> LinearGemms(int64_t N, int64_t in, int64_t out) {
+  return {GemmShape{false, true, N, out, in, GemmB::kWeight},
+          GemmShape{false, false, N, in, out, GemmB::kWeight},
+          GemmShape{true, false, out, in, N, GemmB::kActivation}};
+}
 
 void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out, float* y,
                    Precision precision) {
   if (N == 0 || out == 0) return;
-  Gemm(precision, false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out, GemmB::kWeight);
+  Gemm(precision, LinearGemms(N, in, out)[0], 1.0f, x, in, W, in, 0.0f, y, out);
 }
 
 void LinearBackward(const float* x, const float* W, const float* dy, int64_t N, int64_t in,
                     int64_t out, float* dx, float* dW, Precision precision) {
   if (N == 0) return;
-  if (dx) {
-    Gemm(precision, false, false, N, in, out, 1.0f, dy, out, W, in, 1.0f, dx, in, GemmB::kWeight);
-  }
-  Gemm(precision, true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW, in);
+  const std::array<GemmShape, 3> g = LinearGemms(N, in, out);
+  if (dx) Gemm(precision, g[1], 1.0f, dy, out, W, in, 1.0f, dx, in);
+  Gemm(precision, g[2], 1.0f, dy, out, x, in, 1.0f, dW, in);
 }
 
 void LinearForwardReference(const float* x, const float* W, int64_t N, int64_t in, int64_t out,

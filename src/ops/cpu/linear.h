@@ -5,8 +5,10 @@
 // Sgemm (gemm.h). The backward uses the GEMM's transpose flags, never a transposed copy.
 // Outputs (y, dx, dW) must not alias any input. Bit-identical for any thread count (gemm.h).
 #pragma once
+#include <array>
 #include <cstdint>
 
+#include "ops/cpu/gemm_bf16.h"
 #include "ops/precision.h"
 
 namespace replica {
@@ -19,6 +21,10 @@ void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_
 //   dW [out,in] += dy^T x
 void LinearBackward(const float* x, const float* W, const float* dy, int64_t N, int64_t in,
                     int64_t out, float* dx, float* dW, Precision precision = Precision::kFp32);
+
+// The GEMMs the two run, as they call them: the forward's y = x Wᵀ, the backward's dx = dy W and
+// dW = dyᵀ x (the weight is operand B of the first two).
+std::array<GemmShape, 3> LinearGemms(int64_t N, int64_t in, int64_t out);
 
 // Plain triple-loop references (double accumulation) for the tests.
 void LinearForwardReference(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
