@@ -310,7 +310,6 @@ void Importer::DecideTrain(Decided& d) {
   auto add = [&](std::string key, std::string value, std::string from) {
     d.lines.push_back({std::move(key), std::move(value), std::move(from)});
   };
-  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // train
   int64_t& instances = d.instances;
@@ -500,7 +499,6 @@ void Importer::DecideRest(Decided& d) {
   auto add = [&](std::string key, std::string value, std::string from) {
     d.lines.push_back({std::move(key), std::move(value), std::move(from)});
   };
-  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // checkpoint
   if (r_.save_interval.set)

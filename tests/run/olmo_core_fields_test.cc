@@ -54,9 +54,12 @@ TEST(OlmoCoreFields, EveryReachableClassAndFieldIsDecided) {
         continue;
       }
       EXPECT_FALSE(f->text.empty()) << name << "." << it.key();
-      if (!f->at.empty()) EXPECT_FALSE(f->otherwise.empty()) << name << "." << it.key();
-      if (f->use == Use::kMapped)
+      if (!f->at.empty()) {
+        EXPECT_FALSE(f->otherwise.empty()) << name << "." << it.key();
+      }
+      if (f->use == Use::kMapped) {
         for (const json& r : (*it)["refs"]) todo.push_back(r.get<std::string>());
+      }
     }
   }
   EXPECT_TRUE(unknown.empty()) << testing::PrintToString(unknown);
