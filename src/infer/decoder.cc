@@ -143,10 +143,12 @@ void Decoder::RequireFiniteLogits(int64_t pos) const {
 class Decoder::Site final : public BlockSite {
  public:
   Site(Decoder& d, int64_t l, int64_t pos) : d_(d), l_(l), pos_(pos) {}
-  void Linear(LayerTensor t, const float* x, int64_t in, int64_t out, float* y) const override {
+  void Linear(LayerTensor t, const float* x, int64_t rows, int64_t in, int64_t out,
+              float* y) const override {
     const StoredMatrix& w = d_.matrices_[l_][static_cast<size_t>(t)];
-    Require(w.rows == out && w.cols == in, "decoder: {} is [{}, {}], the block reads [{}, {}]",
-            LayerTensorName(l_, t), w.rows, w.cols, out, in);
+    Require(rows == 1 && w.rows == out && w.cols == in,
+            "decoder: {} is [{}, {}], the block reads [{}, {}] for {} rows", LayerTensorName(l_, t),
+            w.rows, w.cols, out, in, rows);
     d_.model_.backend().MatVec(w, x, y);
   }
   const float* Norm(LayerTensor t) const override {

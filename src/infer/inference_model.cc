@@ -21,8 +21,9 @@ class EvalSite final : public BlockSite {
   EvalSite(const Backend& ops, const float* const* p, const RopeTable& rope,
            const AttentionShape& shape, int64_t l, const InferenceModel::KvSink& sink)
       : ops_(ops), p_(p), rope_(rope), shape_(shape), l_(l), sink_(sink) {}
-  void Linear(LayerTensor t, const float* x, int64_t in, int64_t out, float* y) const override {
-    ops_.LinearForward(x, p_[static_cast<int>(t)], shape_.B * shape_.T, in, out, y);
+  void Linear(LayerTensor t, const float* x, int64_t rows, int64_t in, int64_t out,
+              float* y) const override {
+    ops_.LinearForward(x, p_[static_cast<int>(t)], rows, in, out, y);
   }
   const float* Norm(LayerTensor t) const override { return p_[static_cast<int>(t)]; }
   void Rope(float* q, float* k) const override {
@@ -66,6 +67,11 @@ void InferenceModel::Validate(const int32_t* tokens, const int32_t* labels, int6
   }
 }
 
+void InferenceModel::set_mlp_rows(int64_t rows) {
+  Require(rows >= 1, "forward: MLP pass of {} rows must be >= 1", rows);
+  mlp_rows_ = rows;
+}
+
 void InferenceModel::WidenLayer(int64_t l) {
   float* p = layer_buf_.data();
   for (int t = 0; t < kLayerTensorCount; ++t) {
@@ -103,13 +109,15 @@ void InferenceModel::ForwardHidden(const int32_t* tokens, int64_t B, int64_t T, 
   const double eps = c.rms_norm_eps;
   Validate(tokens, nullptr, N);
   if (ropes_.max_positions() < T) ropes_ = LayerRopes(c, T);
-  std::vector<float> x(N * D), q_raw(N * Qd), k_raw(N * KVd), v(N * KVd), q(N * Qd), k(N * KVd),
-      att(N * Qd), a(N * D), h(N * D), g(N * I), u(N * I), s(N * I), m(N * D), lse(N * H),
-      rstd(N);
-  const BlockActivations acts{x.data(),   q_raw.data(), k_raw.data(), v.data(),    q.data(),
-                              k.data(),   rstd.data(),  rstd.data(),  att.data(),  lse.data(),
-                              a.data(),   rstd.data(),  h.data(),     g.data(),    u.data(),
-                              s.data(),   m.data(),     rstd.data()};
+  // Nothing is kept for a backward: q and k are normed in place, every norm shares one rstd, and
+  // the MLP's buffers hold one pass of mlp_rows_ rows.
+  const int64_t P = std::min(N, mlp_rows_);
+  std::vector<float> x(N * D), q(N * Qd), k(N * KVd), v(N * KVd), att(N * Qd), a(N * D), h(N * D),
+      g(P * I), u(P * I), s(P * I), m(P * D), lse(N * H), rstd(N);
+  const BlockActivations acts{x.data(), q.data(),    k.data(),   v.data(),    q.data(),
+                              k.data(), rstd.data(), rstd.data(), att.data(), lse.data(),
+                              a.data(), rstd.data(), h.data(),   g.data(),    u.data(),
+                              s.data(), m.data(),    rstd.data()};
   const TensorInfo& e = weights_.Get("model.embed_tokens.weight");
   ops_->EmbeddingForwardStored({e.dtype, e.data, c.vocab_size, D}, tokens, N, x.data());
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -121,7 +129,7 @@ void InferenceModel::ForwardHidden(const int32_t* tokens, int64_t B, int64_t T, 
       at += weights_.Get(LayerName(l, t)).numel();
     }
     const EvalSite site(*ops_, p, ropes_.ForLayer(l), {B, T, H, KV, hd, c.Window(l)}, l, kv_sink);
-    BlockForward(*ops_, {N, D, I, Qd, KVd, eps}, site, acts, x.data());
+    BlockForward(*ops_, {N, D, I, Qd, KVd, eps, P}, site, acts, x.data());
   }
   std::vector<float> final_norm(D);
   weights_.ToF32("model.norm.weight", final_norm.data());

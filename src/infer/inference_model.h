@@ -6,8 +6,12 @@
 // (fp32-representable) weights the hidden states are therefore bit-identical to the training
 // forward's, and so are ForwardLoss and ForwardLogits with chunk_rows >= B*T.
 //
-// Memory for tokens [B, T] (N = B*T rows): about N·(6·D + 3·I + 4·H·hd) floats of activations, one
-// layer of fp32 weights and, while logits are made, the fp32 LM head [V, D]. The logits of all N
+// Memory for tokens [B, T] (N = B*T rows): N·(3·D + 2·H·hd + 2·KV·hd + H + 1) floats of
+// activations (the input, q, k, v, the attention output, its projection and h; q and k normed in
+// place) plus the MLP's g, u, s and m for at most mlp_rows() rows (the MLP runs in passes of that
+// many rows: row-wise, so the result is the one-pass result), one layer of fp32 weights and,
+// while logits are made, the fp32 LM head [V, D]. 7B-shaped at T = 65,536: about 7.5 GB of
+// activations against 19.4 GB with every buffer whole. The logits of all N
 // rows exist only when asked for (ForwardLogits); ForEachLogitsChunk hands them out chunk_rows at
 // a time, ForwardLoss fuses them with the cross-entropy (ops/cpu/cross_entropy.h).
 #pragma once
@@ -54,6 +58,10 @@ class InferenceModel {
   // Whether ForwardHidden drops a layer's stored pages after widening it (default true; a decoder
   // that reads the stored weights again every step turns it off).
   void set_release_pages(bool release) { release_pages_ = release; }
+  // Rows per MLP pass (default kMlpRows; N <= it runs in one pass, as the training forward).
+  static constexpr int64_t kMlpRows = 4096;
+  int64_t mlp_rows() const { return mlp_rows_; }
+  void set_mlp_rows(int64_t rows);
 
  private:
   void WidenLayer(int64_t l);
@@ -63,6 +71,7 @@ class InferenceModel {
   ModelWeights weights_;
   const Backend* ops_;
   bool release_pages_ = true;
+  int64_t mlp_rows_ = kMlpRows;
   std::vector<float> layer_buf_;   // one layer, fp32
   std::vector<float> lm_head_;     // [V, D] fp32 while logits are being made
   LayerRopes ropes_;

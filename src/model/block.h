@@ -18,7 +18,9 @@
 namespace replica {
 
 // The values one block computes for N rows, each [N, width] row-major (N = 1 when decoding).
-// Buffers may be shared where a caller keeps none of them (e.g. one rstd for every norm).
+// Buffers may be shared where a caller keeps none of them (e.g. one rstd for every norm, or q_raw
+// and q: the norms may write in place). With BlockDims::mlp_rows set, g, u, s and m hold one pass
+// of that many rows.
 struct BlockActivations {
   float* x;       // [N, D]      the block's input (residual stream)
   float* q_raw;   // [N, H*hd]   x q_projᵀ
@@ -46,14 +48,19 @@ struct BlockDims {
   int64_t D, I;      // hidden, MLP
   int64_t Qd, KVd;   // H*hd, KV*hd
   double eps;        // RMSNorm epsilon
+  // Rows per MLP pass: 0 = all N in one pass. The MLP and the residual add after it are row-wise,
+  // so a caller that keeps no MLP activations (evaluation at long context) runs them in passes of
+  // this many rows and holds g, u, s, m for one pass only.
+  int64_t mlp_rows = 0;
 };
 
 // Where one layer's block runs: its weights, its rows' positions and the keys they see.
 class BlockSite {
  public:
   virtual ~BlockSite() = default;
-  // y [N, out] = x [N, in] Wᵀ for the layer's matmul weight t (model/layer_tensors.h).
-  virtual void Linear(LayerTensor t, const float* x, int64_t in, int64_t out, float* y) const = 0;
+  // y [rows, out] = x [rows, in] Wᵀ for the layer's matmul weight t (model/layer_tensors.h).
+  virtual void Linear(LayerTensor t, const float* x, int64_t rows, int64_t in, int64_t out,
+                      float* y) const = 0;
   // The layer's norm weight t, fp32.
   virtual const float* Norm(LayerTensor t) const = 0;
   // RoPE in place on q [N, H*hd] and k [N, KV*hd], each row at its position.
@@ -67,7 +74,7 @@ class BlockSite {
 // storage only when nothing else reads a.x afterwards).
 void BlockForward(const Backend& ops, const BlockDims& d, const BlockSite& site,
                   const BlockActivations& a, float* out);
-// The MLP's projections: a.h -> a.g, a.u, a.s, a.m (what a recompute policy re-runs).
+// The MLP's projections for d.N rows: a.h -> a.g, a.u, a.s, a.m (what a recompute policy re-runs).
 void BlockMlp(const Backend& ops, const BlockDims& d, const BlockSite& site,
               const BlockActivations& a);
 

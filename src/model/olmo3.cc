@@ -339,8 +339,9 @@ class Olmo3Model::Impl::Site final : public BlockSite {
  public:
   Site(const Impl& m, int64_t l, int64_t B, int64_t T, const LayerTensors<const float>& p)
       : m_(m), l_(l), B_(B), T_(T), p_(p) {}
-  void Linear(LayerTensor t, const float* x, int64_t in, int64_t out, float* y) const override {
-    m_.ops.LinearForward(x, p_[t], B_ * T_, in, out, y);
+  void Linear(LayerTensor t, const float* x, int64_t rows, int64_t in, int64_t out,
+              float* y) const override {
+    m_.ops.LinearForward(x, p_[t], rows, in, out, y);
   }
   const float* Norm(LayerTensor t) const override { return p_[t]; }
   void Rope(float* q, float* k) const override {

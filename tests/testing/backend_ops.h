@@ -89,6 +89,9 @@ inline void ExpectBackendMatchesCpu(const Backend& be, bool rounds_every_tensor 
     ref.RMSNormForward(x.data(), w.data(), rows, n, 1e-6, yr.data(), rsr.data());
     ExpectClose(s + " forward", y, yr, ew);
     ExpectClose(s + " rstd", rs, rsr, ew);
+    std::vector<float> in_place = x;  // y may alias x
+    be.RMSNormForward(in_place.data(), w.data(), rows, n, 1e-6, in_place.data(), rs.data());
+    EXPECT_EQ(in_place, y) << s << " forward in place";
     be.RMSNormAddForward(x.data(), w.data(), res.data(), rows, n, 1e-6, y.data(), rs.data());
     ref.RMSNormAddForward(x.data(), w.data(), res.data(), rows, n, 1e-6, yr.data(), rsr.data());
     ExpectClose(s + " add forward", y, yr, ew);
