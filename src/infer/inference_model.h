@@ -3,8 +3,10 @@
 // fp32 just before it runs (one layer's fp32 copy exists at a time, and the stored pages are
 // released after), each layer the block Olmo3Model's forward runs (model/block.h), on the Backend
 // given (ops/backend.h). On the same
-// (fp32-representable) weights the hidden states are therefore bit-identical to the training
-// forward's, and so are ForwardLoss and ForwardLogits with chunk_rows >= B*T.
+// (fp32-representable) weights and B*T <= mlp_rows() the hidden states are therefore
+// bit-identical to the training forward's, and so are ForwardLoss and ForwardLogits with
+// chunk_rows >= B*T; above mlp_rows() the MLP's GEMMs run over shorter row blocks, which a GEMM
+// kernel may round otherwise.
 //
 // Memory for tokens [B, T] (N = B*T rows): N·(3·D + 2·H·hd + 2·KV·hd + H + 1) floats of
 // activations (the input, q, k, v, the attention output, its projection and h; q and k normed in
