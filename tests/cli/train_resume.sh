@@ -70,7 +70,7 @@ if [ -n "$r" ]; then
   [ "$r" -ge 10 ] && [ "$r" -le $(( (k - 1) / 10 * 10 )) ] \
     || { echo "FAIL: kill at $k: resumed from step $r"; cat "$tmp/C.log"; fail=1; }
 else
-  [ "$(grep -c "^fresh start" "$tmp/C.log")" -eq 2 ] \
+  [ "$(grep -c "^fresh start: [0-9]* parameters" "$tmp/C.log")" -eq 2 ] \
     || { echo "FAIL: kill at $k: neither resumed nor restarted"; cat "$tmp/C.log"; fail=1; }
 fi
 same_runs "SIGKILL at step $k + restart" "$tmp/A" "$tmp/C"
