@@ -33,6 +33,17 @@ size_t LargestUnitFloats(const std::vector<size_t>& bounds) {
   return most;
 }
 
+LayoutSize ModelLayoutSize(const ModelConfig& config) {
+  ModelConfig one = config;
+  one.num_layers = 1;
+  const std::vector<size_t> b = UnitBounds(one.BuildLayout(), 1);
+  const size_t embedding = b[1] - b[0], layer = b[2] - b[1], head = b[3] - b[2];
+  LayoutSize size;
+  size.total_floats = embedding + static_cast<size_t>(config.num_layers) * layer + head;
+  size.largest_unit_floats = std::max({embedding, layer, head});
+  return size;
+}
+
 ResidentParamStore::ResidentParamStore(const ParamLayout& layout, int64_t num_layers,
                                        const Backend& backend)
     : bounds_(UnitBounds(layout, num_layers)),

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/model_config.h"
 #include "ops/backend.h"
 #include "tensor/flat_buffer.h"
 
@@ -42,6 +43,17 @@ std::vector<size_t> UnitBounds(const ParamLayout& layout, int64_t num_layers);
 // The floats of the largest unit of `bounds` (UnitBounds): what one unit buffer of a store that
 // gathers units holds (parallel/zero3_store.h), and what `replica plan` counts for it.
 size_t LargestUnitFloats(const std::vector<size_t>& bounds);
+
+// The size of a model's flat layout and of its largest unit, without naming every layer's tensors:
+// every layer holds the same tensors, each aligned on its own, so a layer spans the same floats
+// wherever it starts and a one-layer layout gives every unit's size. Equal to
+// BuildLayout().total_floats() and LargestUnitFloats(UnitBounds(...)) of the whole model, in time
+// independent of the layer count (the planner sizes 65,536-layer configs with it).
+struct LayoutSize {
+  size_t total_floats = 0;
+  size_t largest_unit_floats = 0;
+};
+LayoutSize ModelLayoutSize(const ModelConfig& config);
 
 // The whole model in memory: full parameters and a full gradient buffer (the default store, and
 // what every single-process and ZeRO-1 run uses). Acquire/Grads return pointers into them; Release

@@ -100,10 +100,10 @@ std::string WorldProblem(const RunConfig& c, int64_t world) {
 }
 
 ModelFootprint ModelFootprint::Of(const RunConfig& c) {
-  const ParamLayout layout = c.model.BuildLayout();
+  const LayoutSize layout = ModelLayoutSize(c.model);
   ModelFootprint f;
-  f.params_floats = layout.total_floats();
-  f.largest_unit_floats = LargestUnitFloats(UnitBounds(layout, c.model.num_layers));
+  f.params_floats = layout.total_floats;
+  f.largest_unit_floats = layout.largest_unit_floats;
   for (Recompute r : {Recompute::kNone, Recompute::kMlp, Recompute::kFull})
     f.arena_floats[static_cast<int>(r)] = Olmo3Model::ActivationArenaFloats(
         c.model, c.train.micro_batch_instances, c.data.seq_len, r);

@@ -102,6 +102,36 @@ TEST(ParamStore, UnitBoundsCutTheLayoutIntoEmbeddingLayersAndHead) {
   EXPECT_THROW(UnitBounds(Tiny(false).BuildLayout(), 4), Error);
 }
 
+// The layout's size and largest unit from one layer equal the whole layout's, for shapes whose
+// tensors need alignment padding, tied and untied, with the embedding or a layer the largest unit.
+TEST(ParamStore, ModelLayoutSizeEqualsTheWholeLayouts) {
+  for (bool tied : {false, true})
+    for (int64_t vocab : {37, 4099})
+      for (int64_t layers : {1, 2, 5}) {
+        const ModelConfig c = ModelConfig::FromHfJson({{"model_type", "olmo3"},
+                                                       {"vocab_size", vocab},
+                                                       {"hidden_size", 18},
+                                                       {"intermediate_size", 50},
+                                                       {"num_hidden_layers", layers},
+                                                       {"num_attention_heads", 3},
+                                                       {"num_key_value_heads", 1},
+                                                       {"rms_norm_eps", 1e-6},
+                                                       {"rope_theta", 10000.0},
+                                                       {"sliding_window", 4},
+                                                       {"tie_word_embeddings", tied},
+                                                       {"max_position_embeddings", 64}},
+                                                      "padded test model");
+        const ParamLayout layout = c.BuildLayout();
+        const LayoutSize size = ModelLayoutSize(c);
+        SCOPED_TRACE(testing::Message() << "tied " << tied << " vocab " << vocab << " layers "
+                                        << layers);
+        EXPECT_GT(layout.total_floats(), layout.num_elements());  // padding is counted
+        EXPECT_EQ(size.total_floats, layout.total_floats());
+        EXPECT_EQ(size.largest_unit_floats,
+                  LargestUnitFloats(UnitBounds(layout, c.num_layers)));
+      }
+}
+
 TEST(ParamStore, ModelMakesThePromisedCallsAndTheResidentBits) {
   for (bool tied : {false, true}) {
     const ModelConfig c = Tiny(tied);

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/profile.h"
 #include "ops/cpu/bf16_round.h"
-#include "ops/cpu/pair_order_sum.h"
+#include "ops/cpu/pair_order_gemm.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/rope.h"
 #include "ops/cpu/torch_sum.h"
@@ -33,27 +33,6 @@ float* Scratch(std::vector<float>& buffer, int64_t n, bool zero) {
   return buffer.data();
 }
 thread_local std::vector<float> tls_a, tls_b, tls_c, tls_w, tls_m;
-
-// C[M, N] = op(A) op(B) for bf16-valued operands, each output summed as torch's bf16 matmul sums
-// it (pair_order_sum.h), each product exact. Operands are copied K-contiguous first; rows of C are split over threads, each element summed
-// by one thread, so the result does not depend on the thread count.
-void PairOrderGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                   const float* B, int64_t ldb, float* C, int64_t ldc) {
-  ProfileScope profile_scope(ProfileCategory::kGemm);
-  std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(N * K));
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k) a[i * K + k] = ta ? A[k * lda + i] : A[i * lda + k];
-  for (int64_t j = 0; j < N; ++j)
-    for (int64_t k = 0; k < K; ++k) b[j * K + k] = tb ? B[j * ldb + k] : B[k * ldb + j];
-#pragma omp parallel for schedule(static) if (M * N * K >= (int64_t{1} << 20))
-  for (int64_t i = 0; i < M; ++i) {
-    const float* ai = a.data() + i * K;
-    for (int64_t j = 0; j < N; ++j) {
-      const float* bj = b.data() + j * K;
-      C[i * ldc + j] = PairOrderSum(K, [&](int64_t k) { return ai[k] * bj[k]; });
-    }
-  }
-}
 
 // acc = R(acc + R(t)): a second gradient added to a bf16 activation gradient.
 void AddActivationGrad(float* acc, const float* t, int64_t n) {

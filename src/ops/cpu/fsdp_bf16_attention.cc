@@ -2,8 +2,8 @@
 // bf16 path) computes it (fsdp_bf16.h): the same query and key blocks, the same fp32 sums in the
 // same orders where they decide a bf16 rounding, its fast exp in the forward. One (b, query head)
 // pair per task; every output element is owned by one task and summed in a fixed order, so
-// results do not depend on the thread count. The scalar loops are the reference and the
-// implementation: this mode exists to follow torch's roundings, not for speed.
+// results do not depend on the thread count. The backward's block products are ordered GEMMs
+// (pair_order_gemm.h): SIMD across outputs, each output still one accumulator in its order.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,7 +14,7 @@
 #include "ops/cpu/attention.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/fsdp_bf16.h"
-#include "ops/cpu/pair_order_sum.h"
+#include "ops/cpu/pair_order_gemm.h"
 #include "ops/document_mask.h"
 
 namespace replica {
@@ -179,51 +179,68 @@ void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float*
     auto DO = [&](int64_t i) { return dout + ((b * T + i) * H + h) * hd; };
     std::vector<float> dsum(static_cast<size_t>(T));
     for (int64_t i = 0; i < T; ++i) dsum[i] = Dot(DO(i), out + ((b * T + i) * H + h) * hd, hd);
+    // This head's keys and values transposed, [hd, T], so the score and dO·V blocks are ordered
+    // GEMMs whose columns are keys.
+    std::vector<float> kt(static_cast<size_t>(hd * T)), vt(static_cast<size_t>(hd * T));
+    for (int64_t j = 0; j < T; ++j)
+      for (int64_t d = 0; d < hd; ++d) {
+        kt[static_cast<size_t>(d * T + j)] = K(j)[d];
+        vt[static_cast<size_t>(d * T + j)] = Vr(j)[d];
+      }
+    std::vector<float> S(static_cast<size_t>(qb * kb)), G(static_cast<size_t>(qb * kb));
     std::vector<float> P(static_cast<size_t>(qb * kb)), dS(static_cast<size_t>(qb * kb));
+    std::vector<float> part(static_cast<size_t>(std::max(qb, kb) * hd));
+    const int64_t qs = H * hd, ks = KV * hd;  // row strides of q / dout and of k / v
     for (int64_t m0 = 0; m0 < T; m0 += qb) {
       const int64_t rows = std::min(qb, T - m0);
       for (int64_t n0 = 0; n0 < m0 + rows; n0 += kb) {
         const int64_t len = std::min(kb, T - n0);
+        // S = q·k and G = dO·v of every pair of the block, each an fp32 dot in index order.
+        OrderedGemmRows(SumOrder::kIndex, rows, len, hd, Q(m0), qs, 1, kt.data() + n0, T,
+                        S.data(), kb);
+        OrderedGemmRows(SumOrder::kIndex, rows, len, hd, DO(m0), qs, 1, vt.data() + n0, T,
+                        G.data(), kb);
         bool any = false;
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = m0 + r, lo = vis.Lo(b, i);
           const float li = lse[(b * H + h) * T + i];
           for (int64_t c = 0; c < len; ++c) {
             const int64_t j = n0 + c;
+            const size_t at = static_cast<size_t>(r * kb + c);
             float p = 0, ds = 0;
             if (j >= lo && j <= i) {
-              p = std::exp(Dot(Q(i), K(j), hd) * scale - li);
-              ds = p * (Dot(DO(i), Vr(j), hd) - dsum[i]);
+              p = std::exp(S[at] * scale - li);
+              ds = p * (G[at] - dsum[i]);
               any = true;
             }
-            P[static_cast<size_t>(r * kb + c)] = R(p);
-            dS[static_cast<size_t>(r * kb + c)] = R(ds);
+            P[at] = R(p);
+            dS[at] = R(ds);
           }
         }
         // A (query block, key block) pair with no visible pair adds exact zeros.
         if (!any) continue;
-        for (int64_t c = 0; c < len; ++c) {
-          const int64_t j = n0 + c;
+        // dv += Pᵀ·dO and dk += scale·dSᵀ·q over the block's queries, dq += scale·dS·k over its
+        // keys: sums in the pair order, each rounded into the bf16 gradient.
+        OrderedGemmRows(SumOrder::kPair, len, hd, rows, P.data(), 1, kb, DO(m0), qs, part.data(),
+                        hd);
+        for (int64_t c = 0; c < len; ++c)
           for (int64_t d = 0; d < hd; ++d) {
-            const float sv = PairOrderSum(rows, [&](int64_t r) {
-              return P[static_cast<size_t>(r * kb + c)] * DO(m0 + r)[d];
-            });
-            const float sk = PairOrderSum(rows, [&](int64_t r) {
-              return dS[static_cast<size_t>(r * kb + c)] * Q(m0 + r)[d];
-            });
-            float& gvd = gvh[j * hd + d];
-            float& gkd = gkh[j * hd + d];
-            gvd = R(gvd + sv);
-            gkd = R(gkd + scale * sk);
+            float& g = gvh[(n0 + c) * hd + d];
+            g = R(g + part[static_cast<size_t>(c * hd + d)]);
           }
-        }
+        OrderedGemmRows(SumOrder::kPair, len, hd, rows, dS.data(), 1, kb, Q(m0), qs, part.data(),
+                        hd);
+        for (int64_t c = 0; c < len; ++c)
+          for (int64_t d = 0; d < hd; ++d) {
+            float& g = gkh[(n0 + c) * hd + d];
+            g = R(g + scale * part[static_cast<size_t>(c * hd + d)]);
+          }
+        OrderedGemmRows(SumOrder::kPair, rows, hd, len, dS.data(), kb, 1, K(n0), ks, part.data(),
+                        hd);
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t d = 0; d < hd; ++d) {
-            const float sq = PairOrderSum(len, [&](int64_t c) {
-              return dS[static_cast<size_t>(r * kb + c)] * K(n0 + c)[d];
-            });
-            float& gqd = gqh[(m0 + r) * hd + d];
-            gqd = R(gqd + scale * sq);
+            float& g = gqh[(m0 + r) * hd + d];
+            g = R(g + scale * part[static_cast<size_t>(r * hd + d)]);
           }
       }
     }
