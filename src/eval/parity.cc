@@ -335,8 +335,8 @@ ParityReport RunParityAgainst(const ModelParityOptions& o) {
     for (int32_t& t : ids) t = pick(rng);
   }
 
-  std::vector<float> xa(static_cast<size_t>(N * a.config().hidden_size));
-  std::vector<float> xb(static_cast<size_t>(N * b.config().hidden_size));
+  FlatBuffer xa = a.backend().AllocateFloats(static_cast<size_t>(N * a.config().hidden_size));
+  FlatBuffer xb = b.backend().AllocateFloats(static_cast<size_t>(N * b.config().hidden_size));
   // Progress in passes: every layer of each model's forward, then every chunk of logits.
   const int64_t La = a.config().num_layers, Lb = b.config().num_layers;
   const int64_t chunks = (N + std::min(o.chunk_rows, N) - 1) / std::min(o.chunk_rows, N);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "core/error.h"
 #include "core/finite.h"
@@ -10,6 +9,7 @@
 #include "core/huge_pages.h"
 #include "model/block.h"
 #include "model/layer_tensors.h"
+#include "ops/host_copy.h"
 
 namespace replica {
 namespace {
@@ -53,20 +53,23 @@ Decoder::Decoder(InferenceModel& model, int64_t max_context, Weights weights)
   const ModelWeights& w = model.weights();
   const int64_t D = c_.hidden_size, I = c_.intermediate_size, H = c_.num_heads;
   const int64_t KVd = c_.num_kv_heads * c_.head_dim, Qd = H * c_.head_dim, V = c_.vocab_size;
-  ropes_ = LayerRopes(c_, max_context);
+  const Backend& ops = model.backend();
+  ropes_ = LayerRopes(ops, c_, max_context);
   cache_.resize(static_cast<size_t>(c_.num_layers));
   norms_.resize(cache_.size());
   for (int64_t l = 0; l < c_.num_layers; ++l) {
     const int64_t W = c_.Window(l);
     cache_[l].capacity = W > 0 ? std::min(W, max_context) : max_context;
-    cache_[l].k.resize(static_cast<size_t>(cache_[l].capacity * KVd));
-    cache_[l].v.resize(cache_[l].k.size());
-    auto& n = norms_[l];
-    n.resize(static_cast<size_t>(Qd + KVd + 2 * D));
-    w.ToF32(LayerTensorName(l, LayerTensor::kQNorm), n.data());
-    w.ToF32(LayerTensorName(l, LayerTensor::kKNorm), n.data() + Qd);
-    w.ToF32(LayerTensorName(l, LayerTensor::kPostAttentionNorm), n.data() + Qd + KVd);
-    w.ToF32(LayerTensorName(l, LayerTensor::kPostFeedforwardNorm), n.data() + Qd + KVd + D);
+    cache_[l].k = ops.AllocateFloats(static_cast<size_t>(cache_[l].capacity * KVd));
+    cache_[l].v = ops.AllocateFloats(static_cast<size_t>(cache_[l].capacity * KVd));
+    const size_t n = static_cast<size_t>(Qd + KVd + 2 * D);
+    norms_[l] = ops.AllocateFloats(n);
+    FillFromHost(ops, norms_[l], n, [&](float* p) {
+      w.ToF32(LayerTensorName(l, LayerTensor::kQNorm), p);
+      w.ToF32(LayerTensorName(l, LayerTensor::kKNorm), p + Qd);
+      w.ToF32(LayerTensorName(l, LayerTensor::kPostAttentionNorm), p + Qd + KVd);
+      w.ToF32(LayerTensorName(l, LayerTensor::kPostFeedforwardNorm), p + Qd + KVd + D);
+    });
   }
   const std::vector<std::string> names = StepMatrixNames(c_);
   for (const std::string& name : names) {
@@ -79,15 +82,17 @@ Decoder::Decoder(InferenceModel& model, int64_t max_context, Weights weights)
     for (LayerTensor t : LayerMatrices())
       matrices_[l][static_cast<size_t>(t)] = Weight(LayerTensorName(l, t));
   head_ = Weight(HeadName(c_));
-  final_norm_.resize(D);
-  w.ToF32("model.norm.weight", final_norm_.data());
-  for (auto* b : {&x_, &a_, &h_, &m_, &xf_}) b->resize(D);
-  for (auto* b : {&q_raw_, &q_, &att_}) b->resize(Qd);
-  for (auto* b : {&k_raw_, &k_, &v_}) b->resize(KVd);
-  for (auto* b : {&g_, &u_, &s_}) b->resize(I);
-  logits_.resize(V);
-  scores_.resize(static_cast<size_t>(H * max_context));
-  rstd_.resize(1);
+  final_norm_ = ops.AllocateFloats(static_cast<size_t>(D));
+  FillFromHost(ops, final_norm_, static_cast<size_t>(D),
+               [&](float* p) { w.ToF32("model.norm.weight", p); });
+  auto make = [&](int64_t n) { return ops.AllocateFloats(static_cast<size_t>(n)); };
+  for (auto* b : {&x_, &a_, &h_, &m_, &xf_}) *b = make(D);
+  for (auto* b : {&q_raw_, &q_, &att_}) *b = make(Qd);
+  for (auto* b : {&k_raw_, &k_, &v_}) *b = make(KVd);
+  for (auto* b : {&g_, &u_, &s_}) *b = make(I);
+  logits_ = make(V);
+  scores_ = make(H * max_context);
+  rstd_ = make(1);
 }
 
 StoredMatrix Decoder::Weight(const std::string& name) const {
@@ -108,32 +113,34 @@ std::span<const float> Decoder::Prefill(std::span<const int32_t> prompt) {
           "generate: the prompt has {} tokens, more than the context of {} positions", T,
           max_context_);
   const int64_t D = c_.hidden_size, KVd = c_.num_kv_heads * c_.head_dim;
-  std::vector<float> xf(static_cast<size_t>(T * D));
+  const Backend& ops = model_.backend();
+  FlatBuffer xf = ops.AllocateFloats(static_cast<size_t>(T * D));
   model_.ForwardHidden(prompt.data(), 1, T, xf.data(), [&](int64_t l, const float* k,
                                                           const float* v) {
     LayerCache& lc = cache_[l];
     for (int64_t p = std::max<int64_t>(0, T - lc.capacity); p < T; ++p) {
       const int64_t slot = p % lc.capacity;
-      std::memcpy(lc.k.data() + slot * KVd, k + p * KVd, KVd * sizeof(float));
-      std::memcpy(lc.v.data() + slot * KVd, v + p * KVd, KVd * sizeof(float));
+      ops.Copy(lc.k.data() + slot * KVd, k + p * KVd, KVd);
+      ops.Copy(lc.v.data() + slot * KVd, v + p * KVd, KVd);
     }
   });
   length_ = T;
-  model_.backend().MatVec(head_, xf.data() + (T - 1) * D, logits_.data());
-  RequireFiniteLogits(T - 1);
-  return logits_;
+  ops.MatVec(head_, xf.data() + (T - 1) * D, logits_.data());
+  return HostLogits(T - 1);
 }
 
 // A step reads the stored weights directly (the prefill checked only the layers it widened), so
 // a NaN or Inf anywhere in them shows up here first; sampling from such logits would print
 // arbitrary tokens with exit 0.
-void Decoder::RequireFiniteLogits(int64_t pos) const {
-  const std::optional<size_t> bad = FirstNonFinite(logits_.data(), logits_.size());
-  if (!bad) return;
+std::span<const float> Decoder::HostLogits(int64_t pos) {
+  const float* logits = ReadOnHost(model_.backend(), logits_, logits_.size(), host_logits_);
+  const std::span<const float> out(logits, logits_.size());
+  const std::optional<size_t> bad = FirstNonFinite(out.data(), out.size());
+  if (!bad) return out;
   Fail("generate: the next-token logits at position {} hold {} (vocabulary id {}): the model's "
        "weights are not all finite (the LM head '{}', an embedding row or a layer); refusing to "
        "sample. `replica eval --model DIR` names the first bad tensor of the layers",
-       pos, logits_[*bad], *bad,
+       pos, out[*bad], *bad,
        c_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
 }
 
@@ -174,8 +181,8 @@ class Decoder::Site final : public BlockSite {
     const int64_t KVd = d_.c_.num_kv_heads * d_.c_.head_dim;
     LayerCache& lc = d_.cache_[l_];
     const int64_t slot = pos_ % lc.capacity;
-    std::memcpy(lc.k.data() + slot * KVd, k, KVd * sizeof(float));
-    std::memcpy(lc.v.data() + slot * KVd, v, KVd * sizeof(float));
+    d_.model_.backend().Copy(lc.k.data() + slot * KVd, k, KVd);
+    d_.model_.backend().Copy(lc.v.data() + slot * KVd, v, KVd);
     const DecodeAttentionShape s{d_.c_.num_heads, d_.c_.num_kv_heads, d_.c_.head_dim,
                                  d_.c_.Window(l_), lc.capacity, pos_};
     d_.model_.backend().AttentionDecode(s, q, lc.k.data(), lc.v.data(), att,
@@ -209,9 +216,9 @@ std::span<const float> Decoder::Step(int32_t token) {
     BlockForward(ops, {1, D, I, Qd, KVd, eps}, Site(*this, l, pos), a, x_.data());
   ops.RMSNormForward(x_.data(), final_norm_.data(), 1, D, eps, xf_.data(), rstd);
   ops.MatVec(head_, xf_.data(), logits_.data());
-  RequireFiniteLogits(pos);
+  const std::span<const float> logits = HostLogits(pos);
   length_ = pos + 1;
-  return logits_;
+  return logits;
 }
 
 }  // namespace replica

@@ -56,12 +56,13 @@ class Decoder {
  private:
   struct LayerCache {
     int64_t capacity = 0;  // slots: W for a sliding layer, max_context for a full one
-    std::vector<float> k, v;  // [capacity, KV*hd]
+    FlatBuffer k, v;  // [capacity, KV*hd]
   };
   class Site;  // one layer's BlockSite at one position (model/block.h)
   StoredMatrix Weight(const std::string& name) const;
-  // Error naming the position and the first bad vocabulary id unless logits_ are all finite.
-  void RequireFiniteLogits(int64_t pos) const;
+  // logits_ on the host; Error naming the position and the first bad vocabulary id unless they
+  // are all finite.
+  std::span<const float> HostLogits(int64_t pos);
 
   InferenceModel& model_;
   const ModelConfig& c_;
@@ -73,11 +74,13 @@ class Decoder {
   StoredMatrix head_{};
   LayerRopes ropes_;
   std::vector<LayerCache> cache_;
-  std::vector<std::vector<float>> norms_;  // per layer: q_norm, k_norm, attn_norm, ff_norm (fp32)
-  std::vector<float> final_norm_;
+  // Every buffer below is the backend's (Backend::Allocate).
+  std::vector<FlatBuffer> norms_;  // per layer: q_norm, k_norm, attn_norm, ff_norm (fp32)
+  FlatBuffer final_norm_;
   // One position's activations.
-  std::vector<float> x_, q_raw_, k_raw_, v_, q_, k_, att_, a_, h_, g_, u_, s_, m_, xf_, logits_,
-      scores_, rstd_;
+  FlatBuffer x_, q_raw_, k_raw_, v_, q_, k_, att_, a_, h_, g_, u_, s_, m_, xf_, logits_, scores_,
+      rstd_;
+  std::vector<float> host_logits_;  // logits_ staged on the host when the backend is not
 };
 
 }  // namespace replica

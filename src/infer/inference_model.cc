@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "model/block.h"
 #include "model/layer_tensors.h"
+#include "ops/host_copy.h"
 
 namespace replica {
 namespace {
@@ -52,7 +53,7 @@ InferenceModel::InferenceModel(ModelWeights weights, const Backend& backend)
   size_t n = 0;
   for (int t = 0; t < kLayerTensorCount; ++t)
     n += static_cast<size_t>(weights_.Get(LayerName(0, t)).numel());
-  layer_buf_.resize(n);
+  layer_buf_ = ops_->AllocateFloats(n);
 }
 
 void InferenceModel::Validate(const int32_t* tokens, const int32_t* labels, int64_t N) const {
@@ -73,29 +74,39 @@ void InferenceModel::set_mlp_rows(int64_t rows) {
 }
 
 void InferenceModel::WidenLayer(int64_t l) {
-  float* p = layer_buf_.data();
-  for (int t = 0; t < kLayerTensorCount; ++t) {
-    const std::string name = LayerName(l, t);
-    weights_.ToF32(name, p);
-    if (release_pages_) weights_.Release(name);
-    p += weights_.Get(name).numel();
-  }
+  FillFromHost(*ops_, layer_buf_, layer_buf_.size(), [&](float* p) {
+    for (int t = 0; t < kLayerTensorCount; ++t) {
+      const std::string name = LayerName(l, t);
+      weights_.ToF32(name, p);
+      if (release_pages_) weights_.Release(name);
+      p += weights_.Get(name).numel();
+    }
+  });
 }
 
 void InferenceModel::WidenLmHead() {
   const ModelConfig& c = config();
-  if (!lm_head_.empty()) return;
+  if (lm_head_.size() != 0) return;
   const std::string name = c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-  lm_head_.resize(static_cast<size_t>(c.vocab_size * c.hidden_size));
-  weights_.ToF32(name, lm_head_.data());
+  const size_t n = static_cast<size_t>(c.vocab_size * c.hidden_size);
+  lm_head_ = ops_->AllocateFloats(n);
+  FillFromHost(*ops_, lm_head_, n, [&](float* p) { weights_.ToF32(name, p); });
   if (release_pages_) weights_.Release(name);
 }
 
-void InferenceModel::ReleaseLmHead() { std::vector<float>().swap(lm_head_); }
+void InferenceModel::ReleaseLmHead() { lm_head_ = FlatBuffer(); }
 
 void InferenceModel::LogitsRows(const float* xf, int64_t rows, float* logits) {
   WidenLmHead();
-  ops_->LmHeadLogits(xf, lm_head_.data(), rows, config().hidden_size, config().vocab_size, logits);
+  const int64_t D = config().hidden_size, V = config().vocab_size;
+  if (ops_->is_host()) {
+    ops_->LmHeadLogits(xf, lm_head_.data(), rows, D, V, logits);
+    return;
+  }
+  const size_t n = static_cast<size_t>(rows * V);
+  if (logits_.size() < n) logits_ = ops_->AllocateFloats(n);
+  ops_->LmHeadLogits(xf, lm_head_.data(), rows, D, V, logits_.data());
+  ops_->CopyToHost(logits_, logits, n * sizeof(float));
 }
 
 // Every layer's block (model/block.h) as Olmo3Model's forward runs it, one layer's weights widened
@@ -108,18 +119,29 @@ void InferenceModel::ForwardHidden(const int32_t* tokens, int64_t B, int64_t T, 
   const int64_t KV = c.num_kv_heads, hd = c.head_dim, Qd = H * hd, KVd = KV * hd;
   const double eps = c.rms_norm_eps;
   Validate(tokens, nullptr, N);
-  if (ropes_.max_positions() < T) ropes_ = LayerRopes(c, T);
+  if (ropes_.max_positions() < T) ropes_ = LayerRopes(*ops_, c, T);
   // Nothing is kept for a backward: q and k are normed in place, every norm shares one rstd, and
   // the MLP's buffers hold one pass of mlp_rows_ rows.
   const int64_t P = std::min(N, mlp_rows_);
-  std::vector<float> x(N * D), q(N * Qd), k(N * KVd), v(N * KVd), att(N * Qd), a(N * D), h(N * D),
-      g(P * I), u(P * I), s(P * I), m(P * D), lse(N * H), rstd(N);
-  const BlockActivations acts{x.data(), q.data(),    k.data(),   v.data(),    q.data(),
-                              k.data(), rstd.data(), rstd.data(), att.data(), lse.data(),
-                              a.data(), rstd.data(), h.data(),   g.data(),    u.data(),
-                              s.data(), m.data(),    rstd.data()};
+  // One allocation from the backend, carved in this order, each piece on a 64-byte boundary.
+  const int64_t sizes[] = {N * D, N * Qd, N * KVd, N * KVd, N * Qd, N * D, N * D,
+                           P * I, P * I,  P * I,   P * D,   N * H,  N};
+  constexpr int64_t kAlign = 16;  // floats
+  int64_t total = 0;
+  for (int64_t n : sizes) total += (n + kAlign - 1) / kAlign * kAlign;
+  FlatBuffer buffer = ops_->AllocateFloats(static_cast<size_t>(total));
+  float* carved[std::size(sizes)];
+  float* next = buffer.data();
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    carved[i] = next;
+    next += (sizes[i] + kAlign - 1) / kAlign * kAlign;
+  }
+  float *x = carved[0], *q = carved[1], *k = carved[2], *v = carved[3], *att = carved[4],
+        *a = carved[5], *h = carved[6], *g = carved[7], *u = carved[8], *s = carved[9],
+        *m = carved[10], *lse = carved[11], *rstd = carved[12];
+  const BlockActivations acts{x, q, k, v, q, k, rstd, rstd, att, lse, a, rstd, h, g, u, s, m, rstd};
   const TensorInfo& e = weights_.Get("model.embed_tokens.weight");
-  ops_->EmbeddingForwardStored({e.dtype, e.data, c.vocab_size, D}, tokens, N, x.data());
+  ops_->EmbeddingForwardStored({e.dtype, e.data, c.vocab_size, D}, tokens, N, x);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     WidenLayer(l);
     const float* p[kLayerTensorCount];
@@ -129,11 +151,12 @@ void InferenceModel::ForwardHidden(const int32_t* tokens, int64_t B, int64_t T, 
       at += weights_.Get(LayerName(l, t)).numel();
     }
     const EvalSite site(*ops_, p, ropes_.ForLayer(l), {B, T, H, KV, hd, c.Window(l)}, l, kv_sink);
-    BlockForward(*ops_, {N, D, I, Qd, KVd, eps, P}, site, acts, x.data());
+    BlockForward(*ops_, {N, D, I, Qd, KVd, eps, P}, site, acts, x);
   }
-  std::vector<float> final_norm(D);
-  weights_.ToF32("model.norm.weight", final_norm.data());
-  ops_->RMSNormForward(x.data(), final_norm.data(), N, D, eps, xf, rstd.data());
+  FlatBuffer final_norm = ops_->AllocateFloats(static_cast<size_t>(D));
+  FillFromHost(*ops_, final_norm, static_cast<size_t>(D),
+               [&](float* host) { weights_.ToF32("model.norm.weight", host); });
+  ops_->RMSNormForward(x, final_norm.data(), N, D, eps, xf, rstd);
 }
 
 void InferenceModel::ForEachLogitsChunk(const float* xf, int64_t N, int64_t chunk_rows,
@@ -141,22 +164,23 @@ void InferenceModel::ForEachLogitsChunk(const float* xf, int64_t N, int64_t chun
   const int64_t D = config().hidden_size, V = config().vocab_size;
   Require(chunk_rows >= 1, "logits: chunk of {} rows must be >= 1", chunk_rows);
   WidenLmHead();
-  std::vector<float> logits(static_cast<size_t>(std::min(chunk_rows, N) * V));
+  FlatBuffer logits = ops_->AllocateFloats(static_cast<size_t>(std::min(chunk_rows, N) * V));
+  std::vector<float> staging;
   for (int64_t r0 = 0; r0 < N; r0 += chunk_rows) {
     const int64_t rows = std::min(chunk_rows, N - r0);
     ops_->LmHeadLogits(xf + r0 * D, lm_head_.data(), rows, D, V, logits.data());
-    sink(r0, rows, logits.data());
+    sink(r0, rows, ReadOnHost(*ops_, logits, static_cast<size_t>(rows * V), staging));
   }
   ReleaseLmHead();
 }
 
 void InferenceModel::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
-  const int64_t N = B * T, D = config().hidden_size, V = config().vocab_size;
-  std::vector<float> xf(N * D);
+  const int64_t N = B * T, D = config().hidden_size;
+  FlatBuffer xf = ops_->AllocateFloats(static_cast<size_t>(N * D));
   ForwardHidden(tokens, B, T, xf.data());
-  WidenLmHead();
-  ops_->LmHeadLogits(xf.data(), lm_head_.data(), N, D, V, logits);
+  LogitsRows(xf.data(), N, logits);
   ReleaseLmHead();
+  logits_ = FlatBuffer();
 }
 
 CrossEntropySums InferenceModel::ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B,
@@ -164,10 +188,10 @@ CrossEntropySums InferenceModel::ForwardLoss(const int32_t* tokens, const int32_
   const int64_t N = B * T, D = config().hidden_size, V = config().vocab_size;
   Require(labels != nullptr, "InferenceModel::ForwardLoss: labels are required");
   Validate(tokens, labels, N);
-  std::vector<float> xf(N * D);
+  FlatBuffer xf = ops_->AllocateFloats(static_cast<size_t>(N * D));
   ForwardHidden(tokens, B, T, xf.data());
   WidenLmHead();
-  LmHeadWorkspace ws(N, V);
+  LmHeadWorkspace ws(*ops_, N, V);
   const CrossEntropySums s = ops_->LmHeadLossForward(xf.data(), lm_head_.data(), labels, N, D, V, ws);
   ReleaseLmHead();
   return {s.ce_sum, s.lse_sq_sum, s.tokens};

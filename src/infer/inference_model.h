@@ -37,7 +37,13 @@ class InferenceModel {
   const ModelWeights& weights() const { return weights_; }
   ModelWeights& mutable_weights() { return weights_; }  // e.g. to copy some into memory
 
-  // Receives layer l's post-RoPE keys and values [B*T, KV*hd] during ForwardHidden.
+  // Memory: every buffer the ops read or write (activations, widened weights, the LM head's
+  // workspace, RoPE tables) comes from the backend's Allocate; `xf` arguments are such memory
+  // too (backend().AllocateFloats). Tokens, labels, logits outputs and what the sinks receive are
+  // host memory.
+
+  // Receives layer l's post-RoPE keys and values [B*T, KV*hd] (the backend's memory) during
+  // ForwardHidden.
   using KvSink = std::function<void(int64_t layer, const float* k, const float* v)>;
   // tokens [B, T] -> xf [B*T, D] = the final RMSNorm of the last layer's output. Token ids are
   // checked against the vocabulary (Error naming the position).
@@ -74,8 +80,10 @@ class InferenceModel {
   const Backend* ops_;
   bool release_pages_ = true;
   int64_t mlp_rows_ = kMlpRows;
-  std::vector<float> layer_buf_;   // one layer, fp32
-  std::vector<float> lm_head_;     // [V, D] fp32 while logits are being made
+  FlatBuffer layer_buf_;  // one layer, fp32
+  FlatBuffer lm_head_;    // [V, D] fp32 while logits are being made; empty otherwise
+  FlatBuffer logits_;     // LogitsRows' staging for a backend that is not the host's
+  std::vector<float> host_logits_;
   LayerRopes ropes_;
 };
 

@@ -1,12 +1,13 @@
 // The RoPE cos/sin table of every layer of a model (ModelConfig::RopeFor: plain RoPE, or YaRN on
 // the full-attention layers), for positions [0, max_positions): one table per distinct rotation,
-// shared by the layers that use it (MakeRopeTable). Training, evaluation and decoding all read
-// their tables from here.
+// shared by the layers that use it, built by the backend whose rope ops read it (MakeRopeTable:
+// its entries and its memory). Training, evaluation and decoding all read their tables from here.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "model/model_config.h"
+#include "ops/backend.h"
 #include "ops/rope_table.h"
 
 namespace replica {
@@ -14,7 +15,7 @@ namespace replica {
 class LayerRopes {
  public:
   LayerRopes() = default;
-  LayerRopes(const ModelConfig& config, int64_t max_positions);
+  LayerRopes(const Backend& backend, const ModelConfig& config, int64_t max_positions);
   const RopeTable& ForLayer(int64_t layer) const { return tables_[index_[layer]]; }
   int64_t max_positions() const { return max_positions_; }
 

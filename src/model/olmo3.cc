@@ -285,8 +285,8 @@ Olmo3Model::Impl::Impl(const Backend& backend, const ModelConfig& c, int64_t max
   acts_buffer = ops.AllocateFloats(arena.used());
   arena.Reset(acts_buffer.data());
   Carve(arena);  // hand out
-  ropes = LayerRopes(c, max_seq);
-  lm_ws = LmHeadWorkspace(max_batch * max_seq, V);
+  ropes = LayerRopes(ops, c, max_seq);
+  lm_ws = LmHeadWorkspace(ops, max_batch * max_seq, V);
 }
 
 void Olmo3Model::Impl::BindUnits() {

@@ -18,7 +18,8 @@
 //  - Ops are large (whole layers' tensors), so one virtual call per op costs nothing measurable.
 // A Backend is stateless from the caller's point of view (const methods) and shared by reference.
 // It allocates the memory its ops work on (Allocate: the model's activation arena, parameter and
-// gradient stores, optimizer state); the caller owns what it was given.
+// gradient stores, optimizer state, the LM head's workspace, the RoPE tables, inference
+// activations and key/value caches); the caller owns what it was given.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -50,7 +51,7 @@ class Backend {
   // read and write them in place; otherwise they copy through host buffers.
   virtual bool is_host() const = 0;
   // What the ops keep between calls for a training step of this shape (ops/step_scratch.h).
-  virtual StepScratch StepScratchBytes(const StepShape&) const { return {}; }
+  virtual StepScratch StepScratchBytes(const StepShape&) const = 0;
 
   // ---- Memory ------------------------------------------------------------------------------
 
@@ -61,6 +62,19 @@ class Backend {
   FlatBuffer AllocateFloats(size_t elements) const {
     return FlatBuffer(Allocate(DType::kF32, elements));
   }
+  // Copies `bytes` bytes from host memory to the start of a buffer this backend allocated, and
+  // from such a buffer's start to host memory; Error when `bytes` exceeds the buffer. Code that
+  // fills or reads a buffer on the host goes through these unless is_host().
+  virtual void CopyFromHost(Buffer& dst, const void* src, size_t bytes) const = 0;
+  virtual void CopyToHost(const Buffer& src, void* dst, size_t bytes) const = 0;
+
+  // ---- Tables --------------------------------------------------------------------------------
+
+  // rope_table.h. The entries of the cos/sin table its RopeForward / RopeBackward read, computed
+  // on the host: cos and sin [max_positions, head_dim / 2]. MakeRopeTable(backend, ...) stores
+  // them in memory from Allocate.
+  virtual void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
+                             float* cos, float* sin) const = 0;
 
   // ---- Model ops (each with its backward) -------------------------------------------------
 

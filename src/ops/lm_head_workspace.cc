@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "ops/backend.h"
 
 namespace replica {
 
@@ -10,17 +11,18 @@ int64_t LmHeadWorkspace::ChunkRows(int64_t max_rows, int64_t vocab, int64_t scra
   return std::clamp<int64_t>(scratch_floats / vocab, 1, max_rows);
 }
 
-LmHeadWorkspace::LmHeadWorkspace(int64_t max_rows, int64_t vocab, int64_t scratch_floats)
-    : vocab_(vocab) {
+LmHeadWorkspace::LmHeadWorkspace(const Backend& backend, int64_t max_rows, int64_t vocab,
+                                 int64_t scratch_floats)
+    : backend_(&backend), vocab_(vocab) {
   Require(vocab > 0 && max_rows > 0, "LM head workspace: bad shape rows={} vocab={}", max_rows,
           vocab);
   chunk_rows_ = ChunkRows(max_rows, vocab, scratch_floats);
-  logits_.resize(LogitsElems(chunk_rows_, vocab));
-  lse_.resize(RowElems(chunk_rows_));
-  ce_.resize(RowElems(chunk_rows_));
-  sum_.resize(RowElems(chunk_rows_));
-  max_.resize(RowElems(chunk_rows_));
-  coef_.resize(RowElems(chunk_rows_));
+  logits_ = backend.Allocate(DType::kF32, LogitsElems(chunk_rows_, vocab));
+  lse_ = backend.Allocate(DType::kF64, RowElems(chunk_rows_));
+  ce_ = backend.Allocate(DType::kF64, RowElems(chunk_rows_));
+  sum_ = backend.Allocate(DType::kF64, RowElems(chunk_rows_));
+  max_ = backend.Allocate(DType::kF32, RowElems(chunk_rows_));
+  coef_ = backend.Allocate(DType::kF32, RowElems(chunk_rows_));
 }
 
 uint64_t LmHeadWorkspace::Bytes(int64_t max_rows, int64_t vocab, int64_t D, bool backward_scratch,
@@ -34,29 +36,28 @@ uint64_t LmHeadWorkspace::Bytes(int64_t max_rows, int64_t vocab, int64_t D, bool
 }
 
 uint64_t LmHeadWorkspace::allocated_bytes() const {
-  return sizeof(float) * (logits_.capacity() + max_.capacity() + coef_.capacity() +
-                          scaled_x_.capacity() + e_times_w_.capacity()) +
-         sizeof(double) * (lse_.capacity() + ce_.capacity() + sum_.capacity());
+  return logits_.bytes() + lse_.bytes() + ce_.bytes() + sum_.bytes() + max_.bytes() +
+         coef_.bytes() + scaled_x_.bytes() + e_times_w_.bytes();
 }
 
-float* LmHeadWorkspace::scaled_x(int64_t D) {
+float* LmHeadWorkspace::Backward(Buffer& b, int64_t D) {
   const size_t n = BackwardElems(chunk_rows_, D);
-  if (scaled_x_.size() < n) scaled_x_.resize(n);  // once: the first backward
-  return scaled_x_.data();
+  if (b.size() < n) b = backend_->Allocate(DType::kF32, n);  // once: the first backward
+  return b.f32();
 }
 
-float* LmHeadWorkspace::e_times_w(int64_t D) {
-  const size_t n = BackwardElems(chunk_rows_, D);
-  if (e_times_w_.size() < n) e_times_w_.resize(n);
-  return e_times_w_.data();
-}
+float* LmHeadWorkspace::scaled_x(int64_t D) { return Backward(scaled_x_, D); }
+
+float* LmHeadWorkspace::e_times_w(int64_t D) { return Backward(e_times_w_, D); }
 
 void LmHeadWorkspace::AddChunkSums(const int32_t* labels, int64_t rows,
                                    CrossEntropySums& sums) const {
+  const double* ce = ce_.f64();
+  const double* lse = lse_.f64();
   for (int64_t i = 0; i < rows; ++i) {
     if (labels[i] == kIgnoreLabel) continue;
-    sums.ce_sum += ce_[static_cast<size_t>(i)];
-    sums.lse_sq_sum += lse_[static_cast<size_t>(i)] * lse_[static_cast<size_t>(i)];
+    sums.ce_sum += ce[i];
+    sums.lse_sq_sum += lse[i] * lse[i];
     sums.tokens += 1;
   }
 }

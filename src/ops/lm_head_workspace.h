@@ -5,9 +5,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "tensor/buffer.h"
 
 namespace replica {
+
+class Backend;
 
 constexpr int32_t kIgnoreLabel = -100;
 
@@ -17,13 +20,15 @@ struct CrossEntropySums {
   int64_t tokens = 0;     // number of such rows
 };
 
-// Preallocated scratch for up to max_rows rows: logits [chunk_rows, V] plus per-row statistics.
+// Preallocated scratch for up to max_rows rows: logits [chunk_rows, V] plus per-row statistics,
+// in memory from the backend whose LM head computes in it (Backend::Allocate).
 class LmHeadWorkspace {
  public:
   // Scratch budget for the logits chunk, in floats (32 MiB): 1024 rows at V = 8192, 83 at 100352.
   static constexpr int64_t kScratchFloats = int64_t{8} << 20;
   LmHeadWorkspace() = default;
-  LmHeadWorkspace(int64_t max_rows, int64_t vocab, int64_t scratch_floats = kScratchFloats);
+  LmHeadWorkspace(const Backend& backend, int64_t max_rows, int64_t vocab,
+                  int64_t scratch_floats = kScratchFloats);
   // The chunk_rows() of a workspace built with these arguments: scratch_floats / vocab rows,
   // clamped to [1, max_rows].
   static int64_t ChunkRows(int64_t max_rows, int64_t vocab, int64_t scratch_floats = kScratchFloats);
@@ -33,20 +38,20 @@ class LmHeadWorkspace {
   // through the same element counts.
   static uint64_t Bytes(int64_t max_rows, int64_t vocab, int64_t D, bool backward_scratch,
                         int64_t scratch_floats = kScratchFloats);
-  // The bytes this workspace holds now (the capacities of its buffers).
+  // The bytes this workspace holds now (its buffers' sizes).
   uint64_t allocated_bytes() const;
   int64_t chunk_rows() const { return chunk_rows_; }
   int64_t vocab() const { return vocab_; }
-  float* logits() { return logits_.data(); }
-  double* lse() { return lse_.data(); }
-  double* ce() { return ce_.data(); }
-  float* row_max() { return max_.data(); }
-  double* row_sum() { return sum_.data(); }  // Σ exp(logit - row_max)
-  float* row_coef() { return coef_.data(); }  // backward's per-row label-entry gradient d_y
+  float* logits() { return logits_.f32(); }
+  double* lse() { return lse_.f64(); }
+  double* ce() { return ce_.f64(); }
+  float* row_max() { return max_.f32(); }
+  double* row_sum() { return sum_.f64(); }  // Σ exp(logit - row_max)
+  float* row_coef() { return coef_.f32(); }  // backward's per-row label-entry gradient d_y
   // Adds a chunk's rows (their lse() and ce(); labels [rows] are the chunk's) to `sums` in row
   // order, skipping ignored labels.
   void AddChunkSums(const int32_t* labels, int64_t rows, CrossEntropySums& sums) const;
-  // Backward scratch of [chunk_rows, D], sized on first use and kept.
+  // Backward scratch of [chunk_rows, D], allocated on first use and kept.
   float* scaled_x(int64_t D);
   float* e_times_w(int64_t D);
 
@@ -61,10 +66,13 @@ class LmHeadWorkspace {
     return static_cast<size_t>(chunk_rows * D);
   }
 
+  float* Backward(Buffer& b, int64_t D);
+
+  const Backend* backend_ = nullptr;
   int64_t chunk_rows_ = 0, vocab_ = 0;
-  std::vector<float> logits_;
-  std::vector<double> lse_, ce_, sum_;
-  std::vector<float> max_, coef_, scaled_x_, e_times_w_;
+  Buffer logits_;                  // f32
+  Buffer lse_, ce_, sum_;          // f64
+  Buffer max_, coef_, scaled_x_, e_times_w_;  // f32
 };
 
 }  // namespace replica

@@ -45,6 +45,14 @@ const float* Buffer::f32() const {
   CheckHost(DType::kF32);
   return static_cast<const float*>(data_.get());
 }
+double* Buffer::f64() {
+  CheckHost(DType::kF64);
+  return static_cast<double*>(data_.get());
+}
+const double* Buffer::f64() const {
+  CheckHost(DType::kF64);
+  return static_cast<const double*>(data_.get());
+}
 uint16_t* Buffer::bf16() {
   CheckHost(DType::kBF16);
   return static_cast<uint16_t*>(data_.get());

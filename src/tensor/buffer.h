@@ -39,6 +39,8 @@ class Buffer {
   // Typed views; Error unless the buffer holds that type on the host.
   float* f32();
   const float* f32() const;
+  double* f64();
+  const double* f64() const;
   uint16_t* bf16();  // bf16 bit patterns (core/half.h converts)
   const uint16_t* bf16() const;
 

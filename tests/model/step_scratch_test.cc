@@ -116,8 +116,8 @@ TEST(StepScratch, ChunkedLmHeadWorkspace) {
     SCOPED_TRACE(PrecisionName(precision));
     uint64_t held = 0, forward_only = 0;
     std::thread worker([&] {
-      LmHeadWorkspace ws(N, V, scratch);
       const Backend& backend = SelectBackend("cpu", precision);
+      LmHeadWorkspace ws(backend, N, V, scratch);
       backend.LmHeadLossForward(x.data(), W.data(), labels.data(), N, D, V, ws);
       forward_only = ws.allocated_bytes();
       backend.LmHeadLossForwardBackward(x.data(), W.data(), labels.data(), N, D, V, 1.0, 1e-4,
@@ -134,7 +134,7 @@ TEST(StepScratch, ChunkedLmHeadWorkspace) {
 TEST(StepScratch, RopeTableBytes) {
   for (int64_t hd : {8, 64}) {
     const RopeTable t = MakeRopeTable(33, hd, 10000.0);
-    EXPECT_EQ(RopeTableBytesOf(33, hd), sizeof(float) * (t.cos.capacity() + t.sin.capacity()));
+    EXPECT_EQ(RopeTableBytesOf(33, hd), t.cos.bytes() + t.sin.bytes());
   }
 }
 

@@ -11,6 +11,7 @@
 #include "ops/cpu/attention.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/cross_entropy.h"
+#include "ops/cpu/cpu_backend.h"
 #include "ops/cpu/linear.h"
 #include "op_test_util.h"
 
@@ -167,7 +168,7 @@ TEST(LmHeadLossBf16, MatchesBf16Reference) {
   const CrossEntropySums ref32 = LmHeadLossReference(x.data(), W.data(), y.data(), N, D, V, scale,
                                                      zmul, nullptr, nullptr);
   for (int64_t scratch : {V, 4 * V, int64_t{1} << 20}) {
-    LmHeadWorkspace ws(N, V, scratch);
+    LmHeadWorkspace ws(CpuBackend(), N, V, scratch);
     std::vector<float> dx(N * D, 0.5f), dW(V * D, 0.5f);
     const CrossEntropySums s = LmHeadLossForwardBackward(
         x.data(), W.data(), y.data(), N, D, V, scale, zmul, ws, dx.data(), dW.data(),
@@ -194,7 +195,7 @@ TEST(LmHeadLossBf16, BitIdenticalAcrossThreadCounts) {
   double ce[3];
   for (int t = 0; t < 3; ++t) {
     SetNumThreads(t + 1);
-    LmHeadWorkspace ws(N, V);
+    LmHeadWorkspace ws(CpuBackend(), N, V);
     dx[t].assign(N * D, 0.0f);
     dW[t].assign(V * D, 0.0f);
     ce[t] = LmHeadLossForwardBackward(x.data(), W.data(), y.data(), N, D, V, 1.0 / N, 1e-4, ws,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/threads.h"
+#include "ops/cpu/cpu_backend.h"
 #include "op_test_util.h"
 
 namespace replica {
@@ -30,7 +31,7 @@ TEST(LmHeadLoss, MatchesReferenceForAnyChunking) {
       LmHeadLossReference(x.data(), W.data(), y.data(), kN, kD, kV, scale, zmul, dxr.data(), dWr.data());
   EXPECT_EQ(ref.tokens, 23);
   for (int64_t scratch : {kV, 4 * kV, int64_t{1} << 20}) {
-    LmHeadWorkspace ws(kN, kV, scratch);
+    LmHeadWorkspace ws(CpuBackend(), kN, kV, scratch);
     std::vector<float> dx(kN * kD, 0.5f), dW(kV * kD, 0.5f);
     CrossEntropySums s = LmHeadLossForwardBackward(x.data(), W.data(), y.data(), kN, kD, kV, scale,
                                                    zmul, ws, dx.data(), dW.data());
@@ -49,7 +50,7 @@ TEST(LmHeadLoss, BackwardMatchesFiniteDifferences) {
   auto x = RandomVector(kN * kD, 3), W = RandomVector(kV * kD, 4, 0.3f);
   auto y = Labels(kN, kV);
   const double zmul = 0.05;
-  LmHeadWorkspace ws(kN, kV, 7 * kV);
+  LmHeadWorkspace ws(CpuBackend(), kN, kV, 7 * kV);
   std::vector<float> dx(kN * kD, 0.0f), dW(kV * kD, 0.0f);
   LmHeadLossForwardBackward(x.data(), W.data(), y.data(), kN, kD, kV, 1.0, zmul, ws, dx.data(),
                             dW.data());
@@ -64,7 +65,7 @@ TEST(LmHeadLoss, BackwardMatchesFiniteDifferences) {
 TEST(LmHeadLoss, AllIgnoredGivesNothing) {
   auto x = RandomVector(4 * kD, 7), W = RandomVector(kV * kD, 8);
   std::vector<int32_t> y(4, kIgnoreLabel);
-  LmHeadWorkspace ws(4, kV);
+  LmHeadWorkspace ws(CpuBackend(), 4, kV);
   std::vector<float> dx(4 * kD, 0.0f), dW(kV * kD, 0.0f);
   CrossEntropySums s = LmHeadLossForwardBackward(x.data(), W.data(), y.data(), 4, kD, kV, 1.0, 1e-4,
                                                  ws, dx.data(), dW.data());
@@ -82,7 +83,7 @@ TEST(LmHeadLoss, BitIdenticalAcrossThreadCounts) {
   double ce[2];
   for (int t = 0; t < 2; ++t) {
     SetNumThreads(t + 1);
-    LmHeadWorkspace ws(N, V, 64 * V);
+    LmHeadWorkspace ws(CpuBackend(), N, V, 64 * V);
     dx[t].assign(N * D, 0.0f);
     dW[t].assign(V * D, 0.0f);
     ce[t] = LmHeadLossForwardBackward(x.data(), W.data(), y.data(), N, D, V, 0.01, 1e-4, ws,

@@ -20,6 +20,19 @@ class CountingBackend final : public Backend {
     allocated_bytes_ += static_cast<int64_t>(elements * DTypeSize(dtype));
     return Cpu().Allocate(dtype, elements);
   }
+  void CopyFromHost(Buffer& dst, const void* src, size_t bytes) const override {
+    Cpu().CopyFromHost(dst, src, bytes);
+  }
+  void CopyToHost(const Buffer& src, void* dst, size_t bytes) const override {
+    Cpu().CopyToHost(src, dst, bytes);
+  }
+  StepScratch StepScratchBytes(const StepShape& s) const override {
+    return Cpu().StepScratchBytes(s);
+  }
+  void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
+                     float* cos, float* sin) const override {
+    Cpu().FillRopeTable(params, max_positions, head_dim, cos, sin);
+  }
 
   int64_t calls() const { return calls_.load(); }
   int64_t allocated_bytes() const { return allocated_bytes_.load(); }

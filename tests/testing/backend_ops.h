@@ -107,27 +107,29 @@ inline void ExpectBackendMatchesCpu(const Backend& be, bool rounds_every_tensor 
   for (auto [B, T, heads, hd] : std::vector<std::array<int64_t, 4>>{{1, 1, 1, 2}, {2, 5, 3, 8},
                                                                     {1, 16, 2, 16}}) {
     const std::string s = tag + "Rope T" + std::to_string(T) + " hd" + std::to_string(hd);
-    const RopeTable table = MakeRopeTable(16, hd, 10000.0);
+    // Each backend reads the table it builds (Backend::FillRopeTable).
+    const RopeTable table = MakeRopeTable(be, 16, hd, RopeParams::Plain(10000.0));
+    const RopeTable table_ref = MakeRopeTable(ref, 16, hd, RopeParams::Plain(10000.0));
     const int64_t n = B * T * heads * hd;
     auto x = rnd(n), dy = rnd(n);
     std::vector<float> y(n), yr(n);
     be.RopeForward(table, x.data(), B, T, heads, nullptr, y.data());
-    ref.RopeForward(table, x.data(), B, T, heads, nullptr, yr.data());
+    ref.RopeForward(table_ref, x.data(), B, T, heads, nullptr, yr.data());
     ExpectClose(s + " forward", y, yr, ew);
     auto dx = rnd(n), dxr = dx;
     const auto dx0 = dx;
     be.RopeBackward(table, dy.data(), B, T, heads, nullptr, dx.data());
-    ref.RopeBackward(table, dy.data(), B, T, heads, nullptr, dxr.data());
+    ref.RopeBackward(table_ref, dy.data(), B, T, heads, nullptr, dxr.data());
     ExpectAdded(s + " dx", dx, dxr, dx0, ew);
     // Given positions (packed documents, a decoding step): each row's own, here reversed.
     std::vector<int32_t> pos(B * T);
     for (int64_t r = 0; r < B * T; ++r) pos[r] = static_cast<int32_t>(T - 1 - r % T);
     be.RopeForward(table, x.data(), B, T, heads, pos.data(), y.data());
-    ref.RopeForward(table, x.data(), B, T, heads, pos.data(), yr.data());
+    ref.RopeForward(table_ref, x.data(), B, T, heads, pos.data(), yr.data());
     ExpectClose(s + " forward at positions", y, yr, ew);
     dx = dx0, dxr = dx0;
     be.RopeBackward(table, dy.data(), B, T, heads, pos.data(), dx.data());
-    ref.RopeBackward(table, dy.data(), B, T, heads, pos.data(), dxr.data());
+    ref.RopeBackward(table_ref, dy.data(), B, T, heads, pos.data(), dxr.data());
     ExpectAdded(s + " dx at positions", dx, dxr, dx0, ew);
   }
 
@@ -300,7 +302,7 @@ inline void ExpectBackendMatchesCpu(const Backend& be, bool rounds_every_tensor 
         labels[i] = (ignore == 1 || (ignore == 2 && i % 2 == 1)) ? kIgnoreLabel
                                                                   : static_cast<int32_t>((i * 5) % V);
       const std::string sl = s + "LmHead ignore" + std::to_string(ignore) + " ";
-      LmHeadWorkspace ws(N, V, 64), wsr(N, V, 64);  // small scratch: several chunks
+      LmHeadWorkspace ws(be, N, V, 64), wsr(ref, N, V, 64);  // small scratch: several chunks
       const CrossEntropySums f = be.LmHeadLossForward(x.data(), W.data(), labels.data(), N, D, V, ws);
       const CrossEntropySums fr =
           ref.LmHeadLossForward(x.data(), W.data(), labels.data(), N, D, V, wsr);

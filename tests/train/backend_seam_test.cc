@@ -38,12 +38,14 @@ namespace replica {
 namespace {
 
 // Forwards every op to `inner` and counts the calls by op name (thread-safe: ranks are threads).
+// With `host` false it reports is_host() false, as a device backend would, so its callers fill
+// and read its buffers through CopyFromHost / CopyToHost (the memory is still the inner one's).
 class RecordingBackend final : public Backend {
  public:
-  explicit RecordingBackend(const Backend& inner) : inner_(inner) {}
+  explicit RecordingBackend(const Backend& inner, bool host = true) : inner_(inner), host_(host) {}
   const char* name() const override { return "recording"; }
   Precision matmul_precision() const override { return inner_.matmul_precision(); }
-  bool is_host() const override { return inner_.is_host(); }
+  bool is_host() const override { return host_ && inner_.is_host(); }
   Buffer Allocate(DType dtype, size_t elements) const override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -51,6 +53,22 @@ class RecordingBackend final : public Backend {
     }
     Note("Allocate");
     return inner_.Allocate(dtype, elements);
+  }
+  void CopyFromHost(Buffer& dst, const void* src, size_t bytes) const override {
+    Note("CopyFromHost");
+    inner_.CopyFromHost(dst, src, bytes);
+  }
+  void CopyToHost(const Buffer& src, void* dst, size_t bytes) const override {
+    Note("CopyToHost");
+    inner_.CopyToHost(src, dst, bytes);
+  }
+  StepScratch StepScratchBytes(const StepShape& s) const override {
+    return inner_.StepScratchBytes(s);
+  }
+  void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
+                     float* cos, float* sin) const override {
+    Note("FillRopeTable");
+    inner_.FillRopeTable(params, max_positions, head_dim, cos, sin);
   }
   int64_t AllocatedBytes() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -199,6 +217,7 @@ class RecordingBackend final : public Backend {
     ++calls_[op];
   }
   const Backend& inner_;
+  const bool host_;
   mutable std::mutex mu_;
   mutable std::map<std::string, int64_t> calls_;
   mutable int64_t allocated_bytes_ = 0;
@@ -213,8 +232,9 @@ const std::vector<std::string> kModelOps = {
     "EmbeddingBackward", "LmHeadLossForward", "LmHeadLossForwardBackward", "LmHeadLogits"};
 const std::vector<std::string> kInferenceOps = {"EmbeddingForwardStored", "MatVec",
                                                 "AttentionDecode"};
-const std::vector<std::string> kBufferOps = {"Allocate", "Zero",  "Copy", "AddInto", "MoveAndZero",
-                                             "Scale", "SumSquaresPartials", "AdamWUpdate"};
+const std::vector<std::string> kBufferOps = {
+    "Allocate", "CopyFromHost",       "CopyToHost",  "FillRopeTable", "Zero", "Copy", "AddInto",
+    "MoveAndZero", "Scale", "SumSquaresPartials", "AdamWUpdate"};
 
 const std::string kFixture = std::string(REPLICA_TEST_DATA) + "/olmo3/tiny-gqa";
 
@@ -325,19 +345,38 @@ StepRun RunTrainSteps(const Backend& backend) {
   return r;
 }
 
-// The memory the ops work on comes from the backend: the model's parameters, gradients and
-// activation arena, then the optimizer's m and v, every byte of them through Allocate.
+// The memory the ops work on comes from the backend: the model's parameters, gradients,
+// activation arena, RoPE tables and LM-head workspace (its backward scratch on the first
+// backward), then the optimizer's m and v, every byte of them through Allocate.
 TEST(BackendSeam, TheModelAndTheOptimizerAllocateTheirBuffersThroughTheBackend) {
   RecordingBackend rec(CpuBackend());
   const ModelConfig config = ModelConfig::FromHfFile(kFixture + "/config.json");
-  Olmo3Model model(config, 2, 12, rec);
+  const int64_t B = 2, T = 12;
+  Olmo3Model model(config, B, T, rec);
   const int64_t params = static_cast<int64_t>(model.layout().total_floats());
+  std::vector<RopeParams> distinct;  // one table per distinct rotation
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    bool seen = false;
+    for (const RopeParams& p : distinct) seen = seen || p.SameMath(config.RopeFor(l));
+    if (!seen) distinct.push_back(config.RopeFor(l));
+  }
+  const int64_t tables =
+      static_cast<int64_t>(distinct.size() * RopeTableBytesOf(T, config.head_dim));
+  const int64_t D = config.hidden_size, V = config.vocab_size;
   const int64_t model_bytes =
-      (2 * params + static_cast<int64_t>(model.activation_arena_floats())) * sizeof(float);
+      (2 * params + static_cast<int64_t>(model.activation_arena_floats())) * sizeof(float) +
+      tables + static_cast<int64_t>(LmHeadWorkspace::Bytes(B * T, V, D, false));
   EXPECT_EQ(rec.AllocatedBytes(), model_bytes);
+  std::vector<int32_t> ids, labels;
+  MakeBatch(B, T, V, 5, ids, labels);
+  model.ForwardBackward(ids.data(), labels.data(), B, T, 1.0, 1e-4);
+  const int64_t trained_bytes =
+      model_bytes + static_cast<int64_t>(LmHeadWorkspace::Bytes(B * T, V, D, true) -
+                                         LmHeadWorkspace::Bytes(B * T, V, D, false));
+  EXPECT_EQ(rec.AllocatedBytes(), trained_bytes);
   AdamW adam(model.layout(), AdamWConfig{}, rec);
   adam.Step(model.params(), model.grads(), 1e-3, 1.0);
-  EXPECT_EQ(rec.AllocatedBytes(), model_bytes + 2 * params * int64_t{sizeof(float)});
+  EXPECT_EQ(rec.AllocatedBytes(), trained_bytes + 2 * params * int64_t{sizeof(float)});
 }
 
 TEST(BackendSeam, TrainStepAndAdamWRunOnTheModelsBackendWithTheCpuBits) {
@@ -487,10 +526,24 @@ TEST(BackendSeam, InferenceOverTheTableHasTheCpuBitsAndCallsEveryInferenceOp) {
   EXPECT_EQ(calls.at("MatVec"), steps * (7 * L + 1) + 1);  // + the prefill's last-row logits
 }
 
-TEST(BackendSeam, EveryOpOfTheTableIsOnAPath) {
-  // The union of what the three scenarios above call, run again on one recorder.
+// A backend that is not the host's: the model's RoPE tables, the widened weights and norms of
+// evaluation and decoding are filled through CopyFromHost, the logits handed out read through
+// CopyToHost, and every result bit is the CPU's.
+TEST(BackendSeam, ABackendNotTheHostsIsFilledAndReadThroughItsCopies) {
   SetNumThreads(2);
-  RecordingBackend rec(CpuBackend());
+  RecordingBackend device(CpuBackend(), /*host=*/false);
+  EXPECT_TRUE(SameBits(RunDecode(device), RunDecode(CpuBackend())));
+  const auto calls = device.Calls();
+  EXPECT_GT(calls.count("CopyFromHost"), 0u);
+  EXPECT_GT(calls.count("CopyToHost"), 0u);
+  EXPECT_GT(calls.count("FillRopeTable"), 0u);
+}
+
+TEST(BackendSeam, EveryOpOfTheTableIsOnAPath) {
+  // The union of what the scenarios above call, run again on one recorder that is not the
+  // host's (so the copies between host and backend are on a path too).
+  SetNumThreads(2);
+  RecordingBackend rec(CpuBackend(), /*host=*/false);
   RunModel(rec, 1, 6);
   RunTrainSteps(rec);
   RunZero1(rec, ModelConfig::FromHfFile(kFixture + "/config.json").BuildLayout());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/error.h"
 #include "ops/cpu/adamw.h"
 #include "ops/cpu/attention.h"
 #include "ops/cpu/attention_decode.h"
@@ -17,6 +18,25 @@
 #include "ops/cpu/swiglu.h"
 
 namespace replica {
+
+// ---- Memory and tables ---------------------------------------------------------------------------
+
+void CpuFp32Backend::CopyFromHost(Buffer& dst, const void* src, size_t bytes) const {
+  Require(bytes <= dst.bytes(), "copy to a buffer: {} bytes into a buffer of {}", bytes,
+          dst.bytes());
+  if (bytes) std::memcpy(dst.raw(), src, bytes);
+}
+
+void CpuFp32Backend::CopyToHost(const Buffer& src, void* dst, size_t bytes) const {
+  Require(bytes <= src.bytes(), "copy from a buffer: {} bytes out of a buffer of {}", bytes,
+          src.bytes());
+  if (bytes) std::memcpy(dst, src.raw(), bytes);
+}
+
+void CpuFp32Backend::FillRopeTable(const RopeParams& params, int64_t max_positions,
+                                   int64_t head_dim, float* cos, float* sin) const {
+  RopeTableEntries(params, max_positions, head_dim, cos, sin);
+}
 
 // ---- Model ops: the free functions of ops/cpu/*.h ----------------------------------------------
 

@@ -27,6 +27,10 @@ class CpuFp32Backend : public Backend {
   Buffer Allocate(DType dtype, size_t elements) const override {
     return Buffer(dtype, elements, Location::kHost);
   }
+  void CopyFromHost(Buffer& dst, const void* src, size_t bytes) const override;
+  void CopyToHost(const Buffer& src, void* dst, size_t bytes) const override;
+  void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
+                     float* cos, float* sin) const override;
 
   void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
                      float* y) const override;

@@ -28,6 +28,10 @@ void CpuBf16FsdpBackend::RMSNormBackward(const float* x, const float* w, const f
                                          float* dw) const {
   FsdpRMSNormBackward(x, w, rstd, dy, rows, n, dx, dw);
 }
+void CpuBf16FsdpBackend::FillRopeTable(const RopeParams& params, int64_t max_positions,
+                                       int64_t head_dim, float* cos, float* sin) const {
+  TorchRopeTableEntries(params, max_positions, head_dim, cos, sin);
+}
 void CpuBf16FsdpBackend::RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T,
                                      int64_t heads, const int32_t* positions, float* y) const {
   FsdpRopeForward(table, x, B, T, heads, positions, y);

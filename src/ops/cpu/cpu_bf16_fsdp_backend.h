@@ -11,6 +11,9 @@ class CpuBf16FsdpBackend : public CpuBf16Backend {
  public:
   const char* name() const override { return "cpu-bf16-fsdp"; }
   StepScratch StepScratchBytes(const StepShape& s) const override;  // step_scratch.cc
+  // OLMo-core's fp32 table for plain RoPE (TorchRopeTableEntries).
+  void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
+                     float* cos, float* sin) const override;
 
   void LinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
                      float* y) const override;

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
-#include <mutex>
 #include <vector>
 
 #include "core/error.h"
@@ -144,49 +142,31 @@ void FsdpRMSNormBackward(const float* x, const float* w, const float* rstd, cons
   for (int64_t j = 0; j < n; ++j) dw[j] += R(sums[j]);
 }
 
-namespace {
-
-// OLMo-core's RotaryEmbedding tables as torch builds them for plain RoPE, all in fp32:
-// inv_freq[j] = 1 / theta^(2j / hd), angle = t · inv_freq[j], then sin and cos of the fp32
-// angle. (MakeRopeTable computes the angles in double, which moves an entry by up to t·2^-24
-// rad and so a bf16 rounding now and then.) YaRN tables are the caller's.
-RopeTable TorchRopeTable(const RopeTable& t) {
-  RopeTable out = t;
-  const int64_t half = t.head_dim / 2;
-  const float theta = static_cast<float>(t.params.theta);
+void TorchRopeTableEntries(const RopeParams& params, int64_t max_positions, int64_t head_dim,
+                           float* cos, float* sin) {
+  if (params.type != RopeType::kDefault) {
+    RopeTableEntries(params, max_positions, head_dim, cos, sin);
+    return;
+  }
+  RopeInvFreq(params, head_dim);  // validates head_dim and params
+  Require(max_positions >= 0, "RoPE: table size must be >= 0, got {}", max_positions);
+  const int64_t half = head_dim / 2;
+  const float theta = static_cast<float>(params.theta);
   for (int64_t j = 0; j < half; ++j) {
-    const float e = static_cast<float>(2 * j) / static_cast<float>(t.head_dim);
+    const float e = static_cast<float>(2 * j) / static_cast<float>(head_dim);
     const float inv = 1.0f / std::pow(theta, e);
-    for (int64_t pos = 0; pos < t.max_positions; ++pos) {
+    for (int64_t pos = 0; pos < max_positions; ++pos) {
       const float angle = static_cast<float>(pos) * inv;
-      out.cos[static_cast<size_t>(pos * half + j)] = std::cos(angle);
-      out.sin[static_cast<size_t>(pos * half + j)] = std::sin(angle);
+      cos[pos * half + j] = std::cos(angle);
+      sin[pos * half + j] = std::sin(angle);
     }
   }
-  return out;
 }
-
-// The table the rotation uses: the torch-built one for plain RoPE (made once per shape and theta,
-// kept for the process), the given one for YaRN.
-const RopeTable& TableFor(const RopeTable& t) {
-  if (t.params.type != RopeType::kDefault) return t;
-  static std::mutex mu;
-  static std::vector<std::unique_ptr<RopeTable>> made;
-  std::lock_guard<std::mutex> lock(mu);
-  for (const auto& table : made)
-    if (table->max_positions == t.max_positions && table->head_dim == t.head_dim &&
-        table->params.SameMath(t.params))
-      return *table;
-  made.push_back(std::make_unique<RopeTable>(TorchRopeTable(t)));
-  return *made.back();
-}
-
-}  // namespace
 
 void FsdpRopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
                      const int32_t* positions,
                      float* y) {
-  RopeForward(TableFor(table), x, B, T, heads, positions, y);
+  RopeForward(table, x, B, T, heads, positions, y);
   RoundToBf16(y, y, B * T * heads * table.head_dim);
 }
 
@@ -194,7 +174,7 @@ void FsdpRopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_
                       int64_t heads, const int32_t* positions, float* dx) {
   const int64_t n = B * T * heads * table.head_dim;
   float* t = Scratch(tls_a, n, true);
-  RopeBackward(TableFor(table), dy, B, T, heads, positions, t);
+  RopeBackward(table, dy, B, T, heads, positions, t);
   AddActivationGrad(dx, t, n);
 }
 

@@ -45,6 +45,12 @@ void FsdpRMSNormAddForward(const float* x, const float* w, const float* residual
 void FsdpRMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,
                          int64_t rows, int64_t n, float* dx, float* dw);
 
+// The RoPE table as OLMo-core's RotaryEmbedding builds it for plain RoPE, all in fp32:
+// inv_freq[j] = 1 / theta^(2j / hd), angle = t · inv_freq[j], then cos and sin of the fp32 angle
+// (RopeTableEntries computes the angles in double, which moves an entry by up to t·2^-24 rad and
+// so a bf16 rounding now and then). YaRN entries are RopeTableEntries'.
+void TorchRopeTableEntries(const RopeParams& params, int64_t max_positions, int64_t head_dim,
+                           float* cos, float* sin);
 // RoPE in fp32 on the bf16 input, cast back: y = R(rope(x)); dx = R(dx + R(ropeᵀ(dy))).
 void FsdpRopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, int64_t heads,
                      const int32_t* positions,

@@ -27,11 +27,13 @@ void RopeForward(const RopeTable& table, const float* x, int64_t B, int64_t T, i
   ProfileScope profile_scope(ProfileCategory::kRope);
   RequirePositions(table, B, T, positions);
   const int64_t hd = table.head_dim, half = hd / 2;
+  const float* cos_t = table.cos.f32();
+  const float* sin_t = table.sin.f32();
 #pragma omp parallel for schedule(static) if (B * T * heads * hd >= kMinParallelWork)
   for (int64_t row = 0; row < B * T; ++row) {
     const int64_t t = positions != nullptr ? positions[row] : row % T;
-    const float* c = table.cos.data() + t * half;
-    const float* s = table.sin.data() + t * half;
+    const float* c = cos_t + t * half;
+    const float* s = sin_t + t * half;
     for (int64_t h = 0; h < heads; ++h) {
       const float* xi = x + (row * heads + h) * hd;
       float* yi = y + (row * heads + h) * hd;
@@ -49,11 +51,13 @@ void RopeBackward(const RopeTable& table, const float* dy, int64_t B, int64_t T,
   ProfileScope profile_scope(ProfileCategory::kRope);
   RequirePositions(table, B, T, positions);
   const int64_t hd = table.head_dim, half = hd / 2;
+  const float* cos_t = table.cos.f32();
+  const float* sin_t = table.sin.f32();
 #pragma omp parallel for schedule(static) if (B * T * heads * hd >= kMinParallelWork)
   for (int64_t row = 0; row < B * T; ++row) {
     const int64_t t = positions != nullptr ? positions[row] : row % T;
-    const float* c = table.cos.data() + t * half;
-    const float* s = table.sin.data() + t * half;
+    const float* c = cos_t + t * half;
+    const float* s = sin_t + t * half;
     for (int64_t h = 0; h < heads; ++h) {
       const float* gi = dy + (row * heads + h) * hd;
       float* dxi = dx + (row * heads + h) * hd;

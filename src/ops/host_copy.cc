@@ -1,0 +1,32 @@
+#include "ops/host_copy.h"
+
+#include "core/error.h"
+
+namespace replica {
+
+void FillFromHost(const Backend& backend, Buffer& dst, size_t n,
+                  const std::function<void(float*)>& fill) {
+  Require(dst.dtype() == DType::kF32 && n <= dst.size(),
+          "fill from the host: {} floats into a buffer of {} {} elements", n, dst.size(),
+          DTypeName(dst.dtype()));
+  if (backend.is_host()) {
+    fill(dst.f32());
+    return;
+  }
+  std::vector<float> host(n);
+  fill(host.data());
+  backend.CopyFromHost(dst, host.data(), n * sizeof(float));
+}
+
+const float* ReadOnHost(const Backend& backend, const Buffer& src, size_t n,
+                        std::vector<float>& staging) {
+  Require(src.dtype() == DType::kF32 && n <= src.size(),
+          "read on the host: {} floats out of a buffer of {} {} elements", n, src.size(),
+          DTypeName(src.dtype()));
+  if (backend.is_host()) return src.f32();
+  staging.resize(n);
+  backend.CopyToHost(src, staging.data(), n * sizeof(float));
+  return staging.data();
+}
+
+}  // namespace replica
