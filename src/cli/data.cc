@@ -153,6 +153,7 @@ struct BatchArgs {
   uint64_t vocab_size = 100278;
   int64_t eos_id = 100257, pad_id = 100277, bos_id = -1, max_target_seq_len = -1;
   bool json = false, seed_given = false;
+  bool doc_lengths = false;  // with --data-paths: document lengths from --eos-id / --bos-id
 };
 
 std::vector<std::string> ReadPathList(const std::string& file) {
@@ -210,6 +211,9 @@ int RunBatch(BatchArgs a) {
   data::BatchLookupOptions o;
   data::OlmoCoreFingerprintFields fp{a.vocab_size, a.pad_id, a.eos_id, a.bos_id,
                                      a.max_target_seq_len};
+  Require(!a.doc_lengths || !a.import.data_paths_file.empty(),
+          "--doc-lengths goes with --data-paths; a config asks for document lengths itself "
+          "(data.generate_doc_lengths, OLMo-core's dataset.generate_doc_lengths)");
   if (!a.config.empty()) {
     Require(a.source_permutation_seed.empty(),
             "--source-permutation-seed goes with --data-paths; a config sets its own "
@@ -326,6 +330,11 @@ int RunBatch(BatchArgs a) {
       o.global_batch_instances = a.global_batch_tokens / static_cast<uint64_t>(a.seq_len);
     } else {
       o.global_batch_instances = a.global_batch;
+    }
+    if (a.doc_lengths) {
+      Require(a.eos_id >= 0, "--doc-lengths needs an --eos-id (documents end at EOS), got {}",
+              a.eos_id);
+      o.document_boundary = data::DocumentBoundary{a.eos_id, a.bos_id < 0 ? -1 : a.bos_id};
     }
   }
   o.head_tokens = a.head_tokens;
@@ -488,6 +497,12 @@ CommandRegistration reg(
       batch->add_option("--eos-id", ba->eos_id,
                         "with --data-paths: for the fingerprint (default 100257; a run config "
                         "gives its model.eos_token_id)");
+      batch->add_option("--bos-id", ba->bos_id,
+                        "with --data-paths: for the fingerprint and --doc-lengths (default -1: "
+                        "none; a run config gives its model.bos_token_id)");
+      batch->add_flag("--doc-lengths", ba->doc_lengths,
+                      "with --data-paths: each instance's document lengths, split at --eos-id "
+                      "(and --bos-id) as OLMo-core's generate_doc_lengths");
       batch->add_option("--pad-id", ba->pad_id,
                         "with --data-paths: for the fingerprint (default 100277; a run config "
                         "gives its model.pad_token_id)");

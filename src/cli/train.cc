@@ -54,8 +54,9 @@ replica::cli::CommandRegistration reg(
                    "OLMo-core config.json: train past a refused setting where replica computes "
                    "something in its place (named on stderr and in train.log); others stay refused");
       app.add_option("--dump-batches", args->dump_batches,
-                     "write what each step fed to DIR/rank-<r>.jsonl: instance indices and the "
-                     "sha256 of the input ids (docs/training.md)");
+                     "write what each step fed to DIR/rank-<r>.jsonl: instance indices, the "
+                     "sha256 of the input ids and, with document lengths, each row's doc_lens "
+                     "(docs/training.md)");
       return [args] {
         // Data parallelism (docs/distributed.md): under mpirun every rank runs this with its rank
         // and rank 0 alone writes the run directory; started alone, a world-1 job without MPI.
@@ -112,7 +113,8 @@ replica::cli::CommandRegistration reg(
                 replica::eval::BuildDeconIndex(indexed, *encoder, {}));
             guard = std::make_shared<replica::eval::LeakGuard>(index, mode);
             options.on_batch = [guard](int64_t step, const std::vector<uint32_t>& instances,
-                                       const int32_t* tokens, int64_t rows, int64_t seq_len) {
+                                       const int32_t* tokens, int64_t rows, int64_t seq_len,
+                                       const std::vector<int32_t>&) {
               guard->Check(step, std::vector<int64_t>(instances.begin(), instances.end()), tokens,
                            rows, seq_len);
             };
@@ -123,9 +125,10 @@ replica::cli::CommandRegistration reg(
                                                            comm->world());
           options.on_batch = [dump, guard = options.on_batch](
                                  int64_t step, const std::vector<uint32_t>& instances,
-                                 const int32_t* tokens, int64_t rows, int64_t seq_len) {
-            if (guard) guard(step, instances, tokens, rows, seq_len);
-            dump->Write(step, instances, tokens, rows, seq_len);
+                                 const int32_t* tokens, int64_t rows, int64_t seq_len,
+                                 const std::vector<int32_t>& cu_doc_lens) {
+            if (guard) guard(step, instances, tokens, rows, seq_len, cu_doc_lens);
+            dump->Write(step, instances, tokens, rows, seq_len, cu_doc_lens);
           };
         }
         // SIGINT, SIGTERM, SIGHUP, SIGUSR1: finish the step, checkpoint it, exit 128 + signal.

@@ -463,7 +463,7 @@ data::RankBatch TrainingRun::NextBatch(int64_t s) {
   if (opt_.on_batch) {  // leak guard, --dump-batches
     ProfileScope scope(ProfileCategory::kLeakGuard);
     opt_.on_batch(s, batch.instances, batch.input_ids.data(),
-                  static_cast<int64_t>(batch.instances.size()), shape_.seq_len);
+                  static_cast<int64_t>(batch.instances.size()), shape_.seq_len, batch.cu_doc_lens);
   }
   return batch;
 }

@@ -51,11 +51,12 @@ struct TrainerOptions {
   // CLI wires EvalSuite in here.
   std::function<nlohmann::json(int64_t step, Olmo3Model& model)> eval;
   // Sees every batch the loader emits, before it is trained on: step, this rank's instance ids,
-  // tokens [rows, seq_len] (the buffer the step reads). The CLI wires the leak guard
-  // (src/eval/leak_guard.h) and --dump-batches (batch_dump.h) here. Throwing an Error stops the
-  // run.
+  // tokens [rows, seq_len] (the buffer the step reads) and the batch's cu_doc_lens as the step
+  // receives them (data/loader.h RankBatch; empty without document lengths). The CLI wires the
+  // leak guard (src/eval/leak_guard.h) and --dump-batches (batch_dump.h) here. Throwing an Error
+  // stops the run.
   std::function<void(int64_t step, const std::vector<uint32_t>& instances, const int32_t* tokens,
-                     int64_t rows, int64_t seq_len)>
+                     int64_t rows, int64_t seq_len, const std::vector<int32_t>& cu_doc_lens)>
       on_batch;
   double peak_flops = 0;  // MFU denominator; 0 = measure the GEMM rate at start-up
   // Settings of the source config that this run does not reproduce and what it computes in their

@@ -5,6 +5,9 @@
 # no instance is only padding, unknown strategy names, a sequence length that is not a power of
 # two, source_group_size 0, packing-only keys without packing, an empty file, and the same refusals
 # from an OLMo-core NumpyPackedFSLDatasetConfig; each error exits 2 naming the file or field.
+# `train --dump-batches` of packed instances with generate_doc_lengths records each row's doc_lens
+# as `data batch --step` gives them (padding after the last EOS its own last document), and none
+# without generate_doc_lengths.
 BIN=$1
 ROOT=$2
 . "$(dirname "$0")/lib.sh"
@@ -79,9 +82,25 @@ refused "long_doc_strategy without packing" "data.long_doc_strategy" \
 # replica train reads packed instances: the run's data line counts the packed instances.
 "$BIN" train "$ROOT/configs/demo.yaml" --set data.seq_len=16 --set data.packing=obfd \
   --set "data.paths=[$ties]" --set train.max_steps=2 --set optim.schedule.warmup=1 --set eval.sets=[] --quiet \
-  --run-dir "$tmp/run" > "$tmp/train.out" 2>&1; rc=$?
+  --run-dir "$tmp/run" --dump-batches "$tmp/dump" > "$tmp/train.out" 2>&1; rc=$?
 check "train with data.packing obfd trains (rc $rc: $(tail -c 300 "$tmp/train.out"))" \
   '[ $rc -eq 0 ] && [ -s "$tmp/run/metrics.jsonl" ]'
+check "--dump-batches without generate_doc_lengths: 2 steps, no doc_lens" \
+  '[ "$(jq -c "has(\"doc_lens\")" "$tmp/dump/rank-0.jsonl" | tr "\n" " ")" = "false false " ]'
+docs=(--config "$ROOT/configs/demo.yaml" --set data.seq_len=16 --set data.packing=obfd
+      --set "data.paths=[$ties]" --set data.generate_doc_lengths=true)
+"$BIN" train "${docs[@]:1}" --set train.max_steps=2 --set optim.schedule.warmup=1 --set eval.sets=[] \
+  --quiet --run-dir "$tmp/run-docs" --dump-batches "$tmp/dump-docs" > "$tmp/train.out" 2>&1; rc=$?
+for s in 1 2; do
+  "$BIN" data batch --step $s "${docs[@]}" --tokenizer none --json 2> /dev/null
+done > "$tmp/steps.json"
+check "--dump-batches with generate_doc_lengths: each row's doc_lens as data batch --step (rc $rc)" \
+  '[ $rc -eq 0 ] &&
+   [ "$(jq -c ".doc_lens" "$tmp/dump-docs/rank-0.jsonl")" = "$(jq -c "[.instances[].doc_lens]" "$tmp/steps.json")" ] &&
+   jq -e "all(.doc_lens[]; add == 16)" "$tmp/dump-docs/rank-0.jsonl" > /dev/null'
+check "a padded row: its padding is the last of its doc_lens, after its documents' lengths" \
+  'jq -se "[.[].instances[] | select(.padding > 0)] | length > 0 and
+          all(.[]; .doc_lens == [.documents[].length] + [.padding])" "$tmp/steps.json" > /dev/null'
 
 # The same from an OLMo-core config.json: NumpyPackedFSLDatasetConfig mapped, bad values refused.
 lc="$ROOT/tests/data/olmo-core/official/OLMo-3-1025-7B-long-context.json"
