@@ -142,23 +142,55 @@ void FsdpRMSNormBackward(const float* x, const float* w, const float* rstd, cons
   for (int64_t j = 0; j < n; ++j) dw[j] += R(sums[j]);
 }
 
+std::vector<float> TorchRopeInvFreq(const RopeParams& params, int64_t head_dim) {
+  RopeInvFreq(params, head_dim);  // validates head_dim and params
+  const int64_t half = head_dim / 2;
+  const float theta = static_cast<float>(params.theta);
+  std::vector<float> ext(static_cast<size_t>(half));
+  for (int64_t j = 0; j < half; ++j) {
+    const float e = static_cast<float>(2 * j) / static_cast<float>(head_dim);
+    ext[j] = 1.0f / std::pow(theta, e);
+  }
+  if (params.type == RopeType::kDefault) return ext;
+  // YaRNRoPEScalingConfig.compute_scaled_inv_freq: the correction range from Python floats
+  // (floor, ceil; high clamped to half - 1), then the blend in fp32.
+  const double L = static_cast<double>(params.original_max_position_embeddings);
+  auto dim_from_rot = [&](double rotations) {
+    return static_cast<double>(head_dim) * std::log(L / (rotations * 2.0 * M_PI)) /
+           (2.0 * std::log(params.theta));
+  };
+  const int64_t low = std::max<int64_t>(static_cast<int64_t>(std::floor(dim_from_rot(params.beta_fast))), 0);
+  const int64_t high =
+      std::min<int64_t>(static_cast<int64_t>(std::ceil(dim_from_rot(params.beta_slow))), half - 1);
+  const float span = high > low ? static_cast<float>(high - low) : 1e-3f;
+  const float factor = static_cast<float>(params.factor);
+  std::vector<float> inv(ext.size());
+  for (int64_t j = 0; j < half; ++j) {
+    const float interpolation = ext[j] / factor;
+    const float ramp =
+        std::clamp((static_cast<float>(j) - static_cast<float>(low)) / span, 0.0f, 1.0f);
+    const float a = interpolation * ramp;
+    const float b = ext[j] * (1.0f - ramp);
+    inv[j] = a + b;
+  }
+  return inv;
+}
+
 void TorchRopeTableEntries(const RopeParams& params, int64_t max_positions, int64_t head_dim,
                            float* cos, float* sin) {
-  if (params.type != RopeType::kDefault) {
+  if (params.type == RopeType::kYarn && !params.truncate) {  // not expressible in OLMo-core
     RopeTableEntries(params, max_positions, head_dim, cos, sin);
     return;
   }
-  RopeInvFreq(params, head_dim);  // validates head_dim and params
   Require(max_positions >= 0, "RoPE: table size must be >= 0, got {}", max_positions);
+  const std::vector<float> inv = TorchRopeInvFreq(params, head_dim);
   const int64_t half = head_dim / 2;
-  const float theta = static_cast<float>(params.theta);
+  const float m = static_cast<float>(params.Scale());
   for (int64_t j = 0; j < half; ++j) {
-    const float e = static_cast<float>(2 * j) / static_cast<float>(head_dim);
-    const float inv = 1.0f / std::pow(theta, e);
     for (int64_t pos = 0; pos < max_positions; ++pos) {
-      const float angle = static_cast<float>(pos) * inv;
-      cos[pos * half + j] = std::cos(angle);
-      sin[pos * half + j] = std::sin(angle);
+      const float angle = static_cast<float>(pos) * inv[j];
+      cos[pos * half + j] = params.type == RopeType::kYarn ? std::cos(angle) * m : std::cos(angle);
+      sin[pos * half + j] = params.type == RopeType::kYarn ? std::sin(angle) * m : std::sin(angle);
     }
   }
 }

@@ -17,6 +17,7 @@
 // Every op is deterministic: results do not depend on the thread count.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "ops/attention_shape.h"
 #include "ops/lm_head_workspace.h"
@@ -45,10 +46,15 @@ void FsdpRMSNormAddForward(const float* x, const float* w, const float* residual
 void FsdpRMSNormBackward(const float* x, const float* w, const float* rstd, const float* dy,
                          int64_t rows, int64_t n, float* dx, float* dw);
 
-// The RoPE table as OLMo-core's RotaryEmbedding builds it for plain RoPE, all in fp32:
-// inv_freq[j] = 1 / theta^(2j / hd), angle = t · inv_freq[j], then cos and sin of the fp32 angle
-// (RopeTableEntries computes the angles in double, which moves an entry by up to t·2^-24 rad and
-// so a bf16 rounding now and then). YaRN entries are RopeTableEntries'.
+// The RoPE table as OLMo-core's RotaryEmbedding builds it, all in fp32: inv_freq[j] =
+// 1 / theta^(2j / hd) (TorchRopeInvFreq; for YaRN, YaRNRoPEScalingConfig's blend of it and
+// inv_freq / factor over the correction range, computed in fp32 as torch does), angle =
+// t · inv_freq[j], then cos and sin of the fp32 angle (for YaRN times the fp32 attention factor).
+// The angles and inverse frequencies are OLMo-core's bit for bit; cos and sin are glibc's, which
+// differ from torch's CPU ones (MKL VML) by one ulp in a few percent of the entries. A YaRN
+// without truncation (transformers' `truncate: false`, which OLMo-core cannot express) is
+// RopeTableEntries'.
+std::vector<float> TorchRopeInvFreq(const RopeParams& params, int64_t head_dim);
 void TorchRopeTableEntries(const RopeParams& params, int64_t max_positions, int64_t head_dim,
                            float* cos, float* sin);
 // RoPE in fp32 on the bf16 input, cast back: y = R(rope(x)); dx = R(dx + R(ropeᵀ(dy))).
