@@ -15,6 +15,7 @@
 #include "core/finite.h"
 #include "core/log.h"
 #include "io/safetensors.h"
+#include "ops/host_copy.h"
 
 namespace fs = std::filesystem;
 
@@ -44,7 +45,7 @@ std::string ShardedCheckpointWriter::DirOf(int64_t step) const {
 }
 
 void ShardedCheckpointWriter::Reserve(size_t owned_floats) {
-  if (!options_.background || params_.size() == owned_floats) return;
+  if (!Snapshots() || params_.size() == owned_floats) return;
   Require(!pending_, "checkpoint: Reserve() while a write is in flight");
   params_ = FlatBuffer(owned_floats);
   m_ = FlatBuffer(owned_floats);
@@ -61,19 +62,38 @@ void ShardedCheckpointWriter::Save(int64_t step, const ParamLayout& layout,
   const size_t n = shard.end - shard.begin;
   Require(n == 0 || (shard.params && shard.m && shard.v),
           "checkpoint: rank {}: no parameters or Adam state given", group_.rank());
+  // What the files are written from: a host snapshot when the write runs in the background
+  // (training goes on meanwhile) or the backend's memory is not the host's, else the caller's
+  // buffers.
+  OwnedShard host = shard;
+  snapshot_seconds_ = 0;
+  if (Snapshots()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Reserve(n);
+    const int64_t count = static_cast<int64_t>(n);
+    if (n > 0) {
+      CopyFloatsToHost(backend_, params_.data(), shard.params, count);
+      CopyFloatsToHost(backend_, m_.data(), shard.m, count);
+      CopyFloatsToHost(backend_, v_.data(), shard.v, count);
+    }
+    host.params = params_.data();
+    host.m = m_.data();
+    host.v = v_.data();
+    snapshot_seconds_ = SecondsSince(t0);
+  }
   // A checkpoint is what a resume or an export trusts: refuse NaN or Inf now, naming the tensor.
   const std::string what = fmt::format("checkpoint step {} (rank {})", step, group_.rank());
   for (const ParamView& v : layout.views()) {
     const size_t b = std::max(v.offset, shard.begin), e = std::min(v.offset + v.numel, shard.end);
     if (b >= e) continue;
     const size_t at = b - shard.begin;
-    RequireFiniteTensor(shard.params + at, e - b, what + " (parameters)", v.name);
-    RequireFiniteTensor(shard.m + at, e - b, what + " (Adam m)", v.name);
-    RequireFiniteTensor(shard.v + at, e - b, what + " (Adam v)", v.name);
+    RequireFiniteTensor(host.params + at, e - b, what + " (parameters)", v.name);
+    RequireFiniteTensor(host.m + at, e - b, what + " (Adam m)", v.name);
+    RequireFiniteTensor(host.v + at, e - b, what + " (Adam v)", v.name);
   }
   Job job;
   job.step = step;
-  job.shard = shard;
+  job.shard = host;
   job.adam_step = adam_step;
   if (group_.rank() == 0) {
     job.state = std::move(state);
@@ -83,21 +103,6 @@ void ShardedCheckpointWriter::Save(int64_t step, const ParamLayout& layout,
   job.tmp = job.final_dir + ".tmp";
   layout_ = layout;
   job.layout = &layout_;
-  snapshot_seconds_ = 0;
-  if (options_.background) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Reserve(n);
-    const int64_t count = static_cast<int64_t>(n);
-    if (n > 0) {
-      backend_.Copy(params_.data(), shard.params, count);
-      backend_.Copy(m_.data(), shard.m, count);
-      backend_.Copy(v_.data(), shard.v, count);
-    }
-    job.shard.params = params_.data();
-    job.shard.m = m_.data();
-    job.shard.v = v_.data();
-    snapshot_seconds_ = SecondsSince(t0);
-  }
   job_ = std::move(job);
   pending_ = true;
   done_ = false;

@@ -29,8 +29,9 @@
 //  - A failed write on any rank (e.g. "No space left on device") is an Error on that rank at the
 //    commit, naming the step, the directory, the file and the OS reason; rank 0 removes the
 //    partial directory and fails too. (A failing rank ends the whole job: communicator.h.)
-//  - background = false: no snapshot; the files are written from the caller's memory and
-//    committed inside Save().
+//  - background = false: no snapshot when the backend's memory is the host's (is_host()); the
+//    files are written from the caller's memory and committed inside Save(). A backend whose
+//    memory is not the host's is always snapshotted (through Backend::CopyToHost).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,8 @@ class ShardedCheckpointWriter {
     nlohmann::json state, model_config;
     std::string tmp, final_dir;
   };
+  // Whether Save copies the range into host memory first: background, or not host memory.
+  bool Snapshots() const { return options_.background || !backend_.is_host(); }
   void WriteOwnFiles();  // the background part; sets receipt_ and done_
   void Commit();         // collective
 

@@ -9,6 +9,7 @@
 #include "core/finite.h"
 #include "core/log.h"
 #include "io/safetensors.h"
+#include "ops/host_copy.h"
 #include "checkpoint/format.h"
 #include "core/fault.h"
 
@@ -194,7 +195,7 @@ CheckpointWriteStats CheckpointWriter::LastStats() const {
 
 void CheckpointWriter::Reserve(const ParamLayout& layout) {
   const size_t n = layout.total_floats();
-  if (!options_.background || params_.size() == n) return;
+  if (!Snapshots() || params_.size() == n) return;
   Require(!InFlight(), "checkpoint: Reserve() while a write is in flight");
   params_ = FlatBuffer(n);
   m_ = FlatBuffer(n);
@@ -211,42 +212,43 @@ void CheckpointWriter::Save(int64_t step, const ParamLayout& layout, const FlatB
   Require(adam_m.size() >= n && adam_v.size() >= n,
           "checkpoint: Adam buffers have {} and {} floats, layout needs {}", adam_m.size(),
           adam_v.size(), n);
-  // A checkpoint is what a resume or an export trusts: NaN or Inf in it would be loaded back (and
-  // refused) later; refuse now, naming the tensor, and leave the previous checkpoints as they are.
-  const std::string what = fmt::format("checkpoint step {}", step);
-  for (const ParamView& v : layout.views()) {
-    RequireFiniteTensor(params.data() + v.offset, v.numel, what + " (parameters)", v.name);
-    RequireFiniteTensor(adam_m.data() + v.offset, v.numel, what + " (Adam m)", v.name);
-    RequireFiniteTensor(adam_v.data() + v.offset, v.numel, what + " (Adam v)", v.name);
-  }
   CheckpointContents c;
   c.step = step;
   c.adam_step = adam_step;
   c.state = std::move(state);
   c.model_config = std::move(model_config);
-  if (options_.background) {
+  if (Snapshots()) {
     const auto t0 = std::chrono::steady_clock::now();
     Reserve(layout);
     layout_ = layout;
     // The snapshot is the only part of a save that stalls training: the backend's Copy uses the
-    // machine's memory bandwidth (and no threads for a small model).
+    // machine's memory bandwidth (and no threads for a small model); a backend whose memory is
+    // not the host's copies out through CopyToHost.
     const int64_t count = static_cast<int64_t>(n);
-    backend_.Copy(params_.data(), params.data(), count);
-    backend_.Copy(m_.data(), adam_m.data(), count);
-    backend_.Copy(v_.data(), adam_v.data(), count);
+    CopyFloatsToHost(backend_, params_.data(), params.data(), count);
+    CopyFloatsToHost(backend_, m_.data(), adam_m.data(), count);
+    CopyFloatsToHost(backend_, v_.data(), adam_v.data(), count);
     pending_snapshot_seconds_ = SecondsSince(t0);
     c.layout = &layout_;
     c.params = params_.data();
     c.adam_m = m_.data();
     c.adam_v = v_.data();
   } else {
-    // Synchronous: the caller's buffers cannot change during the write, so no copy (and no
-    // second copy of the model in memory).
+    // Synchronous from host memory: the caller's buffers cannot change during the write, so no
+    // copy (and no second copy of the model in memory).
     pending_snapshot_seconds_ = 0;
     c.layout = &layout;
     c.params = params.data();
     c.adam_m = adam_m.data();
     c.adam_v = adam_v.data();
+  }
+  // A checkpoint is what a resume or an export trusts: NaN or Inf in it would be loaded back (and
+  // refused) later; refuse now, naming the tensor, and leave the previous checkpoints as they are.
+  const std::string what = fmt::format("checkpoint step {}", step);
+  for (const ParamView& v : layout.views()) {
+    RequireFiniteTensor(c.params + v.offset, v.numel, what + " (parameters)", v.name);
+    RequireFiniteTensor(c.adam_m + v.offset, v.numel, what + " (Adam m)", v.name);
+    RequireFiniteTensor(c.adam_v + v.offset, v.numel, what + " (Adam v)", v.name);
   }
   std::string final_dir = (fs::path(checkpoints_dir()) / CheckpointDirName(step)).string();
   if (options_.background) {

@@ -14,8 +14,10 @@
 // Promises:
 //  - Save() copies params, m and v into the writer's own memory (the only synchronous work, done
 //    by the backend's Copy; the memory is reused between saves) and returns; a background std::thread writes the files. The
-//    caller may modify its buffers as soon as Save() returns. (background = false: no copy, the
-//    files are written from the caller's buffers before Save() returns.)
+//    caller may modify its buffers as soon as Save() returns. (background = false: no copy when
+//    the backend's memory is the host's, the files are written from the caller's buffers before
+//    Save() returns; a backend whose memory is not the host's is always copied out through
+//    Backend::CopyToHost.)
 //  - Files go into RUN/checkpoints/step-N.tmp/, each fsync'ed; MANIFEST.json is written, the
 //    directory is renamed to step-N/ and DONE is written last. A crash at any point leaves the
 //    previous checkpoints untouched and at most one incomplete directory that readers skip.
@@ -111,6 +113,8 @@ class CheckpointWriter {
   void Wait();    // blocks until no write is in flight; rethrows its failure (once)
   void Finish() { Wait(); }
   bool InFlight() const { return thread_.joinable(); }
+  // Whether Save copies the buffers into host memory first: background, or not host memory.
+  bool Snapshots() const { return options_.background || !backend_.is_host(); }
   CheckpointWriteStats LastStats() const;  // of the last completed write
   std::string checkpoints_dir() const;
 

@@ -106,7 +106,7 @@ void InferenceModel::LogitsRows(const float* xf, int64_t rows, float* logits) {
   const size_t n = static_cast<size_t>(rows * V);
   if (logits_.size() < n) logits_ = ops_->AllocateFloats(n);
   ops_->LmHeadLogits(xf, lm_head_.data(), rows, D, V, logits_.data());
-  ops_->CopyToHost(logits_, logits, n * sizeof(float));
+  ops_->CopyToHost(logits, logits_.data(), n * sizeof(float));
 }
 
 // Every layer's block (model/block.h) as Olmo3Model's forward runs it, one layer's weights widened

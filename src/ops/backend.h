@@ -62,11 +62,12 @@ class Backend {
   FlatBuffer AllocateFloats(size_t elements) const {
     return FlatBuffer(Allocate(DType::kF32, elements));
   }
-  // Copies `bytes` bytes from host memory to the start of a buffer this backend allocated, and
-  // from such a buffer's start to host memory; Error when `bytes` exceeds the buffer. Code that
-  // fills or reads a buffer on the host goes through these unless is_host().
-  virtual void CopyFromHost(Buffer& dst, const void* src, size_t bytes) const = 0;
-  virtual void CopyToHost(const Buffer& src, void* dst, size_t bytes) const = 0;
+  // Copies `bytes` bytes from host memory `src` into this backend's memory at `dst` (inside a
+  // buffer from Allocate), and from this backend's memory `src` to host memory `dst`. Code that
+  // fills or reads the backend's memory on the host (files, collectives, checkpoints, logits for
+  // a caller) goes through these unless is_host().
+  virtual void CopyFromHost(void* dst, const void* src, size_t bytes) const = 0;
+  virtual void CopyToHost(void* dst, const void* src, size_t bytes) const = 0;
 
   // ---- Tables --------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ void FillFromHost(const Backend& backend, Buffer& dst, size_t n,
   }
   std::vector<float> host(n);
   fill(host.data());
-  backend.CopyFromHost(dst, host.data(), n * sizeof(float));
+  backend.CopyFromHost(dst.raw(), host.data(), n * sizeof(float));
 }
 
 const float* ReadOnHost(const Backend& backend, const Buffer& src, size_t n,
@@ -25,8 +25,15 @@ const float* ReadOnHost(const Backend& backend, const Buffer& src, size_t n,
           DTypeName(src.dtype()));
   if (backend.is_host()) return src.f32();
   staging.resize(n);
-  backend.CopyToHost(src, staging.data(), n * sizeof(float));
+  backend.CopyToHost(staging.data(), src.raw(), n * sizeof(float));
   return staging.data();
+}
+
+void CopyFloatsToHost(const Backend& backend, float* dst, const float* src, int64_t n) {
+  if (backend.is_host())
+    backend.Copy(dst, src, n);
+  else if (n > 0)
+    backend.CopyToHost(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
 }  // namespace replica

@@ -3,6 +3,7 @@
 // through a host staging copy and Backend::CopyFromHost / CopyToHost.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -18,5 +19,9 @@ void FillFromHost(const Backend& backend, Buffer& dst, size_t n,
 // when backend.is_host(), else `staging` filled by CopyToHost.
 const float* ReadOnHost(const Backend& backend, const Buffer& src, size_t n,
                         std::vector<float>& staging);
+
+// n floats of the backend's memory at `src` into host memory at `dst`: Backend::Copy when
+// is_host() (its parallel copy), else CopyToHost.
+void CopyFloatsToHost(const Backend& backend, float* dst, const float* src, int64_t n);
 
 }  // namespace replica

@@ -51,8 +51,8 @@ RopeTable MakeRopeTable(const Backend& backend, int64_t max_positions, int64_t h
   } else {
     std::vector<float> cos(n), sin(n);
     backend.FillRopeTable(params, max_positions, head_dim, cos.data(), sin.data());
-    backend.CopyFromHost(t.cos, cos.data(), n * sizeof(float));
-    backend.CopyFromHost(t.sin, sin.data(), n * sizeof(float));
+    backend.CopyFromHost(t.cos.raw(), cos.data(), n * sizeof(float));
+    backend.CopyFromHost(t.sin.raw(), sin.data(), n * sizeof(float));
   }
   return t;
 }

@@ -40,6 +40,11 @@ void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan,
   const int r = comm.rank(), world = comm.world();
   if (world == 1) return;
   thread_local std::vector<float> scratch;
+  // A backend whose memory is not the host's: what is sent is copied out first, and what is
+  // received is copied in before the backend adds it.
+  const bool host = backend.is_host();
+  thread_local std::vector<float> outgoing;
+  Buffer incoming;
   int lo = 0;  // current shard range [lo, lo + 2d)
   for (int d = world / 2; d >= 1; d /= 2) {
     const int partner = r ^ d;
@@ -56,15 +61,27 @@ void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan,
       const size_t off = c * kCollectiveChunkFloats;
       const size_t sn = off < send_n ? std::min(kCollectiveChunkFloats, send_n - off) : 0;
       const size_t kn = off < keep_n ? std::min(kCollectiveChunkFloats, keep_n - off) : 0;
-      comm.SendRecv(buf + send_begin + std::min(off, send_n), sn * sizeof(float), scratch.data(),
-                    kn * sizeof(float), partner);
-      backend.AddInto(buf + keep_begin + off, scratch.data(), static_cast<int64_t>(kn));
+      const float* send = buf + send_begin + std::min(off, send_n);
+      if (!host) {
+        outgoing.resize(sn);
+        backend.CopyToHost(outgoing.data(), send, sn * sizeof(float));
+        send = outgoing.data();
+      }
+      comm.SendRecv(send, sn * sizeof(float), scratch.data(), kn * sizeof(float), partner);
+      const float* add = scratch.data();
+      if (!host) {
+        if (incoming.size() < kn) incoming = backend.Allocate(DType::kF32, scratch.size());
+        backend.CopyFromHost(incoming.raw(), scratch.data(), kn * sizeof(float));
+        add = static_cast<const float*>(incoming.raw());
+      }
+      backend.AddInto(buf + keep_begin + off, add, static_cast<int64_t>(kn));
     }
     lo = keep_lo;
   }
 }
 
-void AllGatherShards(Communicator& comm, float* buf, const ShardPlan& plan) {
+void AllGatherShards(Communicator& comm, float* buf, const ShardPlan& plan,
+                     const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kReduce);
   CheckPlan(comm, plan);
   if (comm.world() == 1) return;
@@ -73,7 +90,16 @@ void AllGatherShards(Communicator& comm, float* buf, const ShardPlan& plan) {
     offsets[static_cast<size_t>(k)] =
         (k < comm.world() ? plan.begin(k) : plan.total()) * sizeof(float);
   }
-  AllGatherSegments(comm, reinterpret_cast<char*>(buf), offsets);
+  if (backend.is_host()) {
+    AllGatherSegments(comm, reinterpret_cast<char*>(buf), offsets);
+    return;
+  }
+  // Not host memory: gather in a host copy of the buffer, then copy the result back.
+  const size_t bytes = plan.total() * sizeof(float);
+  std::vector<float> host(plan.total());
+  backend.CopyToHost(host.data(), buf, bytes);
+  AllGatherSegments(comm, reinterpret_cast<char*>(host.data()), offsets);
+  backend.CopyFromHost(buf, host.data(), bytes);
 }
 
 void TreeAllReduce(Communicator& comm, std::vector<double>& values) {

@@ -31,13 +31,16 @@ namespace replica::parallel {
 // rest of buf holds partial sums and must be treated as garbage. Recursive halving with partner
 // distances R/2, ..., 1; at distance D a rank keeps the half of its current shard range that
 // contains its own shard. Exchanges go in chunks of at most kCollectiveChunkFloats; the additions
-// run on `backend` (Backend::AddInto).
+// run on `backend` (Backend::AddInto); when its memory is not the host's, what is sent and
+// received is copied through the host (Backend::CopyToHost / CopyFromHost).
 void TreeReduceScatter(Communicator& comm, float* buf, const ShardPlan& plan,
                        const Backend& backend);
 
 // Every rank contributes buf[plan.begin(r), plan.end(r)); on return all of buf is identical on
-// every rank. Recursive doubling (distances 1, 2, ...); copies only, no arithmetic.
-void AllGatherShards(Communicator& comm, float* buf, const ShardPlan& plan);
+// every rank. Recursive doubling (distances 1, 2, ...); copies only, no arithmetic. `buf` is
+// `backend`'s memory: when it is not the host's (is_host() false) it is gathered in a host copy.
+void AllGatherShards(Communicator& comm, float* buf, const ShardPlan& plan,
+                     const Backend& backend);
 
 // values[i] = the tree sum over ranks of every rank's values[i], on every rank (same bits).
 void TreeAllReduce(Communicator& comm, std::vector<double>& values);

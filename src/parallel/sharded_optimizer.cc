@@ -48,7 +48,7 @@ void ShardedOptimizer::Step(FlatBuffer& params, const FlatBuffer& grads, double 
   rule_->Apply({.begin = shard_begin(), .end = shard_end(), .params = params.data() + at,
                 .grads = grads.data() + at, .m = m_.data(), .v = v_.data()},
                {.lr = lr, .grad_coef = clip_coef, .step = step_}, backend_);
-  if (whole) AllGatherShards(comm_, params.data(), plan_);
+  if (whole) AllGatherShards(comm_, params.data(), plan_, backend_);
 }
 
 const OptimizerState* ShardedOptimizer::SaveState() {

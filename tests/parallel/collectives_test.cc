@@ -132,7 +132,7 @@ TEST(TreeReduceScatter, MatchesSingleProcessTreeForEveryWorld) {
           FlatBuffer g = RankPartial(leaves, comm.rank(), world);
           ShardPlan plan(n, world);
           TreeReduceScatter(comm, g.data(), plan, CpuBackend());
-          AllGatherShards(comm, g.data(), plan);
+          AllGatherShards(comm, g.data(), plan, CpuBackend());
           got[static_cast<size_t>(comm.rank())] = std::move(g);
         });
         for (int r = 0; r < world; ++r) {
@@ -171,7 +171,7 @@ TEST(TreeReduceScatter, BuffersLargerThanOneChunk) {
     FlatBuffer g = Copy(leaves[static_cast<size_t>(comm.rank())]);
     ShardPlan plan(n, 2);
     TreeReduceScatter(comm, g.data(), plan, CpuBackend());
-    AllGatherShards(comm, g.data(), plan);
+    AllGatherShards(comm, g.data(), plan, CpuBackend());
     got[static_cast<size_t>(comm.rank())] = std::move(g);
   });
   EXPECT_TRUE(SameBits(got[0].data(), want.data(), n));

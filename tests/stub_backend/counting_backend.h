@@ -20,11 +20,11 @@ class CountingBackend final : public Backend {
     allocated_bytes_ += static_cast<int64_t>(elements * DTypeSize(dtype));
     return Cpu().Allocate(dtype, elements);
   }
-  void CopyFromHost(Buffer& dst, const void* src, size_t bytes) const override {
+  void CopyFromHost(void* dst, const void* src, size_t bytes) const override {
     Cpu().CopyFromHost(dst, src, bytes);
   }
-  void CopyToHost(const Buffer& src, void* dst, size_t bytes) const override {
-    Cpu().CopyToHost(src, dst, bytes);
+  void CopyToHost(void* dst, const void* src, size_t bytes) const override {
+    Cpu().CopyToHost(dst, src, bytes);
   }
   StepScratch StepScratchBytes(const StepShape& s) const override {
     return Cpu().StepScratchBytes(s);

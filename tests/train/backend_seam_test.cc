@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -18,6 +19,7 @@
 #include "ops/cpu/cpu_backend.h"
 #include "checkpoint/sharded_writer.h"
 #include "checkpoint/writer.h"
+#include "core/atomic_file.h"
 #include "core/threads.h"
 #include "hf/hf_weights.h"
 #include "infer/decoder.h"
@@ -54,13 +56,13 @@ class RecordingBackend final : public Backend {
     Note("Allocate");
     return inner_.Allocate(dtype, elements);
   }
-  void CopyFromHost(Buffer& dst, const void* src, size_t bytes) const override {
+  void CopyFromHost(void* dst, const void* src, size_t bytes) const override {
     Note("CopyFromHost");
     inner_.CopyFromHost(dst, src, bytes);
   }
-  void CopyToHost(const Buffer& src, void* dst, size_t bytes) const override {
+  void CopyToHost(void* dst, const void* src, size_t bytes) const override {
     Note("CopyToHost");
-    inner_.CopyToHost(src, dst, bytes);
+    inner_.CopyToHost(dst, src, bytes);
   }
   StepScratch StepScratchBytes(const StepShape& s) const override {
     return inner_.StepScratchBytes(s);
@@ -490,6 +492,61 @@ TEST(BackendSeam, ZeroOneAndTheCheckpointSnapshotRunOnTheBackendWithTheCpuBits) 
     writer.Finish();
   }
   EXPECT_EQ(rec.Calls().at("Copy"), calls.at("Copy") + 6);
+}
+
+// The files of a checkpoint directory's step-1/, by name (the manifest and state carry no
+// backend-dependent bytes).
+std::map<std::string, std::string> CheckpointFiles(const std::string& run_dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(run_dir + "/checkpoints/step-00000001"))
+    files[e.path().filename().string()] = ReadFile(e.path().string());
+  return files;
+}
+
+// ZeRO-1's collectives and both checkpoint writers on a backend whose memory is not the host's:
+// what is sent, gathered and written goes through CopyToHost / CopyFromHost, with the CPU's bits
+// and the same checkpoint files, synchronous writes included.
+TEST(BackendSeam, CollectivesAndCheckpointsOnABackendNotTheHostsCopyThroughTheHost) {
+  SetNumThreads(2);
+  RecordingBackend device(CpuBackend(), /*host=*/false);
+  const ParamLayout layout = ModelConfig::FromHfFile(kFixture + "/config.json").BuildLayout();
+  const auto want = RunZero1(CpuBackend(), layout);
+  const auto got = RunZero1(device, layout);
+  EXPECT_TRUE(SameBits(got.first, want.first));
+  EXPECT_TRUE(SameBits(got.second, want.second));
+  const auto calls = device.Calls();
+  EXPECT_GT(calls.count("CopyToHost"), 0u);
+  EXPECT_GT(calls.count("CopyFromHost"), 0u);
+  for (const bool background : {false, true}) {
+    SCOPED_TRACE(background ? "background" : "synchronous");
+    const test::TempDir host_dir("backend-seam"), device_dir("backend-seam");
+    for (const auto& [dir, backend] : {std::pair<std::string, const Backend*>{host_dir.str(), &CpuBackend()},
+                                       {device_dir.str(), &device}}) {
+      SingleProcessGroup group;
+      ShardedCheckpointWriter sharded({.run_dir = dir + "/sharded", .keep = 1,
+                                       .background = background}, group, *backend);
+      sharded.Save(1, layout,
+                   {0, layout.total_floats(), got.first.data(), got.second.data(),
+                    got.second.data()},
+                   1, nlohmann::json::object(), nlohmann::json());
+      sharded.Finish();
+      CheckpointWriter whole({.run_dir = dir + "/whole", .keep = 1, .background = background},
+                             *backend);
+      whole.Save(1, layout, got.first, got.second, got.second, 1, nlohmann::json::object(),
+                 nlohmann::json());
+      whole.Finish();
+    }
+    for (const char* kind : {"/sharded", "/whole"}) {
+      const auto a = CheckpointFiles(host_dir.str() + kind), b = CheckpointFiles(device_dir.str() + kind);
+      EXPECT_FALSE(a.empty()) << kind;
+      for (const auto& [name, bytes] : a) {
+        if (name.find("safetensors") == std::string::npos) continue;
+        ASSERT_TRUE(b.count(name)) << kind << " " << name;
+        EXPECT_TRUE(bytes == b.at(name)) << kind << " " << name << " differs";
+      }
+    }
+  }
+  EXPECT_GT(device.Calls().at("CopyToHost"), calls.at("CopyToHost"));
 }
 
 // Evaluation and cached decoding over the stored weights: the full forward's logits, a prefill

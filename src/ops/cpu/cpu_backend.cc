@@ -21,16 +21,12 @@ namespace replica {
 
 // ---- Memory and tables ---------------------------------------------------------------------------
 
-void CpuFp32Backend::CopyFromHost(Buffer& dst, const void* src, size_t bytes) const {
-  Require(bytes <= dst.bytes(), "copy to a buffer: {} bytes into a buffer of {}", bytes,
-          dst.bytes());
-  if (bytes) std::memcpy(dst.raw(), src, bytes);
+void CpuFp32Backend::CopyFromHost(void* dst, const void* src, size_t bytes) const {
+  if (bytes) std::memcpy(dst, src, bytes);
 }
 
-void CpuFp32Backend::CopyToHost(const Buffer& src, void* dst, size_t bytes) const {
-  Require(bytes <= src.bytes(), "copy from a buffer: {} bytes out of a buffer of {}", bytes,
-          src.bytes());
-  if (bytes) std::memcpy(dst, src.raw(), bytes);
+void CpuFp32Backend::CopyToHost(void* dst, const void* src, size_t bytes) const {
+  if (bytes) std::memcpy(dst, src, bytes);
 }
 
 void CpuFp32Backend::FillRopeTable(const RopeParams& params, int64_t max_positions,

@@ -27,8 +27,8 @@ class CpuFp32Backend : public Backend {
   Buffer Allocate(DType dtype, size_t elements) const override {
     return Buffer(dtype, elements, Location::kHost);
   }
-  void CopyFromHost(Buffer& dst, const void* src, size_t bytes) const override;
-  void CopyToHost(const Buffer& src, void* dst, size_t bytes) const override;
+  void CopyFromHost(void* dst, const void* src, size_t bytes) const override;
+  void CopyToHost(void* dst, const void* src, size_t bytes) const override;
   void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
                      float* cos, float* sin) const override;
 
