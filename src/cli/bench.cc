@@ -37,6 +37,7 @@
 #include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/gemm_peak.h"
+#include "ops/host_copy.h"
 #include "train/init.h"
 #include "optim/adamw.h"
 #include "run/model_shape.h"
@@ -104,7 +105,11 @@ int RunBench(const BenchArgs& a) {
   replica::Olmo3Model model(config, B, T, a.compute.SelectBackend(compute), recompute);
   replica::InitOptions init;
   init.seed = a.seed;
-  replica::InitParams(model.layout(), model.params(), init);
+  replica::FillFloatsFromHost(model.backend(), model.params().data(), model.layout().total_floats(),
+                              [&](float* host) {
+                                replica::InitParamsRange(model.layout(), host, 0,
+                                                         model.layout().total_floats(), init);
+                              });
   std::mt19937_64 rng(a.seed + 1);
   std::vector<int32_t> tokens(N), labels(N);
   for (int64_t i = 0; i < N; ++i) {
@@ -125,7 +130,7 @@ int RunBench(const BenchArgs& a) {
     }
     auto t0 = replica::Clock::now();
     const replica::Bf16WeightScope bf16_weights;  // one bf16 copy of each weight per step
-    model.grads().Zero();
+    model.backend().Zero(model.grads().data(), static_cast<int64_t>(model.grads().size()));
     replica::CrossEntropySums sums =
         model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5, docs, num_docs);
     auto t1 = replica::Clock::now();

@@ -20,6 +20,7 @@
 #include "model/model_config.h"
 #include "model/olmo3.h"
 #include "ops/document_mask.h"
+#include "ops/host_copy.h"
 #include "ops/registry.h"
 
 namespace replica {
@@ -160,11 +161,21 @@ ParityReport RunParity(const ParityOptions& o) {
   const int32_t* docs = cu.empty() ? nullptr : cu.data();
   const int64_t num_docs = static_cast<int64_t>(cu.size());
 
-  Olmo3Model model(config, B, T, SelectBackend(o.device, o.precision));
-  if (ckpt)
-    LoadNewestParams(o.model_dir, *ckpt, model.layout(), model.params());
-  else
-    LoadHfWeights(o.model_dir, model.layout(), model.params());
+  const Backend& backend = SelectBackend(o.device, o.precision);
+  Olmo3Model model(config, B, T, backend);
+  {
+    // Files are read on the host: in place when the backend's memory is the host's, else into a
+    // host copy that is copied in.
+    FlatBuffer host;
+    FlatBuffer& target = backend.is_host() ? model.params() : (host = FlatBuffer(model.params().size()));
+    if (ckpt)
+      LoadNewestParams(o.model_dir, *ckpt, model.layout(), target);
+    else
+      LoadHfWeights(o.model_dir, model.layout(), target);
+    if (!backend.is_host())
+      CopyFloatsFromHost(backend, model.params().data(), host.data(),
+                         static_cast<int64_t>(host.size()));
+  }
 
   std::vector<float> logits(static_cast<size_t>(N * V));
   model.ForwardLogits(ids.data(), B, T, logits.data(), docs, num_docs);
@@ -209,16 +220,18 @@ ParityReport RunParity(const ParityOptions& o) {
     for (int32_t y : labels) n += y != kIgnoreLabel;
     Require(n > 0, "{}: every label is -100, so there is no loss to differentiate",
             ref.path());
-    model.grads().Zero();
+    backend.Zero(model.grads().data(), static_cast<int64_t>(model.grads().size()));
     sums = model.ForwardBackward(ids.data(), labels.data(), B, T, 1.0 / static_cast<double>(n),
                                  o.z_loss_multiplier, docs, num_docs);
     // Per tensor: squared norms of the difference and of the reference, in double.
     std::vector<double> num(layout.views().size()), den(layout.views().size());
     double num_all = 0, den_all = 0;
+    std::vector<float> grads_staging;
+    const float* grads = ReadOnHost(backend, model.grads(), model.grads().size(), grads_staging);
     for (size_t t = 0; t < layout.views().size(); ++t) {
       const ParamView& v = layout.views()[t];
       const std::vector<float> g_ref = ref.ReadF32("grad." + v.name);
-      const float* g = model.grads().data() + v.offset;
+      const float* g = grads + v.offset;
       for (size_t i = 0; i < v.numel; ++i) {
         const double d = static_cast<double>(g[i]) - g_ref[i];
         num[t] += d * d;

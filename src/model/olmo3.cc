@@ -531,7 +531,15 @@ void Olmo3Model::ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, floa
   m.Validate(tokens, nullptr, B, T);
   m.SetDocuments(cu_doc_lens, num_cu_doc_lens, B, T);
   const float* head = m.Forward(tokens, B, T);
-  m.ops.LmHeadLogits(m.xf, m.AcquireLmHead(head), B * T, m.D, m.V, logits);
+  if (m.ops.is_host()) {
+    m.ops.LmHeadLogits(m.xf, m.AcquireLmHead(head), B * T, m.D, m.V, logits);
+  } else {
+    // The caller's logits are host memory: computed in the backend's, then copied out.
+    Buffer out = m.ops.Allocate(DType::kF32, static_cast<size_t>(B * T * m.V));
+    m.ops.LmHeadLogits(m.xf, m.AcquireLmHead(head), B * T, m.D, m.V,
+                       static_cast<float*>(out.raw()));
+    m.ops.CopyToHost(logits, out.raw(), out.bytes());
+  }
   m.ReleaseHead();
 }
 

@@ -63,7 +63,7 @@ class Olmo3Model {
   // Loss only: no logits tensor of [B, T, V] is formed.
   CrossEntropySums ForwardLoss(const int32_t* tokens, const int32_t* labels, int64_t B, int64_t T,
                                const int32_t* cu_doc_lens = nullptr, int64_t num_cu_doc_lens = 0);
-  // Full logits [B, T, V] into `logits` (for parity and evaluation).
+  // Full logits [B, T, V] into `logits`, host memory (for parity and evaluation).
   void ForwardLogits(const int32_t* tokens, int64_t B, int64_t T, float* logits,
                      const int32_t* cu_doc_lens = nullptr, int64_t num_cu_doc_lens = 0);
 

@@ -9,13 +9,18 @@ void FillFromHost(const Backend& backend, Buffer& dst, size_t n,
   Require(dst.dtype() == DType::kF32 && n <= dst.size(),
           "fill from the host: {} floats into a buffer of {} {} elements", n, dst.size(),
           DTypeName(dst.dtype()));
+  FillFloatsFromHost(backend, static_cast<float*>(dst.raw()), n, fill);
+}
+
+void FillFloatsFromHost(const Backend& backend, float* dst, size_t n,
+                        const std::function<void(float*)>& fill) {
   if (backend.is_host()) {
-    fill(dst.f32());
+    fill(dst);
     return;
   }
   std::vector<float> host(n);
   fill(host.data());
-  backend.CopyFromHost(dst.raw(), host.data(), n * sizeof(float));
+  if (n > 0) backend.CopyFromHost(dst, host.data(), n * sizeof(float));
 }
 
 const float* ReadOnHost(const Backend& backend, const Buffer& src, size_t n,
@@ -34,6 +39,13 @@ void CopyFloatsToHost(const Backend& backend, float* dst, const float* src, int6
     backend.Copy(dst, src, n);
   else if (n > 0)
     backend.CopyToHost(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+void CopyFloatsFromHost(const Backend& backend, float* dst, const float* src, int64_t n) {
+  if (backend.is_host())
+    backend.Copy(dst, src, n);
+  else if (n > 0)
+    backend.CopyFromHost(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
 }  // namespace replica

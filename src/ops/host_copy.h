@@ -23,5 +23,13 @@ const float* ReadOnHost(const Backend& backend, const Buffer& src, size_t n,
 // n floats of the backend's memory at `src` into host memory at `dst`: Backend::Copy when
 // is_host() (its parallel copy), else CopyToHost.
 void CopyFloatsToHost(const Backend& backend, float* dst, const float* src, int64_t n);
+// n floats of host memory at `src` into the backend's memory at `dst`: Backend::Copy when
+// is_host(), else CopyFromHost.
+void CopyFloatsFromHost(const Backend& backend, float* dst, const float* src, int64_t n);
+
+// Writes n floats of the backend's memory at `dst` with `fill`, given a host pointer to n floats:
+// dst itself when is_host(), else a staging copy then CopyFromHost.
+void FillFloatsFromHost(const Backend& backend, float* dst, size_t n,
+                        const std::function<void(float*)>& fill);
 
 }  // namespace replica

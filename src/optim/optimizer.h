@@ -49,9 +49,10 @@ class Optimizer {
   virtual void Step(FlatBuffer& params, const FlatBuffer& grads, double lr, double clip_coef) = 0;
 
   // Collective when sharded. The full state on the process that writes checkpoints (rank 0),
-  // nullptr on the others. Valid until the next Step or LoadState.
+  // nullptr on the others, in the backend's memory. Valid until the next Step or LoadState.
   virtual const OptimizerState* SaveState() = 0;
-  // Takes the full state (m and v layout-sized: Error otherwise) and keeps this process's part.
+  // Takes the full state (m and v layout-sized: Error otherwise; in the backend's memory, as
+  // SaveState returns it) and keeps this process's part.
   virtual void LoadState(OptimizerState state) = 0;
 
   // This process's range and storage (allocated, zero, before the first Step). Not collective.

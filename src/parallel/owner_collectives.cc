@@ -29,25 +29,6 @@ Overlap OverlapOf(const ShardPlan& plan, int o, size_t lo, size_t hi) {
 
 }  // namespace
 
-void GatherRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi,
-                 const float* owned, float* out) {
-  ProfileScope profile_scope(ProfileCategory::kReduce);
-  CheckWorld(comm, plan);
-  Require(lo <= hi && hi <= plan.total(), "gather: range [{}, {}) outside [0, {})", lo, hi,
-          plan.total());
-  const int me = comm.rank();
-  for (int o = 0; o < comm.world(); ++o) {
-    const Overlap v = OverlapOf(plan, o, lo, hi);
-    if (v.empty()) continue;
-    float* dst = out + (v.a - lo);
-    if (o == me) {
-      const float* src = owned + (v.a - plan.begin(me));
-      if (dst != src) std::memcpy(dst, src, (v.b - v.a) * sizeof(float));
-    }
-    Broadcast(comm, dst, (v.b - v.a) * sizeof(float), o);
-  }
-}
-
 void OrderedFoldRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi,
                       const float* piece, float* acc, float* recv, const Backend& backend) {
   ProfileScope profile_scope(ProfileCategory::kReduce);
@@ -55,20 +36,36 @@ void OrderedFoldRange(Communicator& comm, const ShardPlan& plan, size_t lo, size
   Require(lo <= hi && hi <= plan.total(), "ordered fold: range [{}, {}) outside [0, {})", lo, hi,
           plan.total());
   const int me = comm.rank();
+  // A backend whose memory is not the host's: what is sent is copied out first, and what is
+  // received lands in host memory and is copied into `recv` before the backend adds it.
+  const bool host = backend.is_host();
+  thread_local std::vector<float> staging;
   for (int o = 0; o < comm.world(); ++o) {
     const Overlap v = OverlapOf(plan, o, lo, hi);
     if (v.empty()) continue;
     const size_t n = v.b - v.a;
     const float* mine = piece + (v.a - lo);
     if (o != me) {
-      comm.Send(mine, n * sizeof(float), o);
+      if (host) {
+        comm.Send(mine, n * sizeof(float), o);
+      } else {
+        staging.resize(n);
+        backend.CopyToHost(staging.data(), mine, n * sizeof(float));
+        comm.Send(staging.data(), n * sizeof(float), o);
+      }
       continue;
     }
     float* dst = acc + (v.a - plan.begin(me));
     for (int r = 0; r < comm.world(); ++r) {
       const float* src = mine;
       if (r != me) {
-        comm.Recv(recv, n * sizeof(float), r);
+        if (host) {
+          comm.Recv(recv, n * sizeof(float), r);
+        } else {
+          staging.resize(n);
+          comm.Recv(staging.data(), n * sizeof(float), r);
+          backend.CopyFromHost(recv, staging.data(), n * sizeof(float));
+        }
         src = recv;
       }
       backend.AddInto(dst, src, static_cast<int64_t>(n));
@@ -108,17 +105,35 @@ std::vector<double> AllGatherEqual(Communicator& comm, const std::vector<double>
 }
 
 void GatherOwned(Communicator& comm, const ShardPlan& plan, const float* owned, float* whole,
-                 int root) {
+                 const Backend& backend, int root) {
   CheckWorld(comm, plan);
   const int me = comm.rank();
+  const bool host = backend.is_host();
+  std::vector<float> staging;
   if (me != root) {
-    if (plan.size(me) > 0) comm.Send(owned, plan.size(me) * sizeof(float), root);
+    const size_t n = plan.size(me);
+    if (n == 0) return;
+    const float* send = owned;
+    if (!host) {
+      staging.resize(n);
+      backend.CopyToHost(staging.data(), owned, n * sizeof(float));
+      send = staging.data();
+    }
+    comm.Send(send, n * sizeof(float), root);
     return;
   }
-  if (plan.size(me) > 0) std::memcpy(whole + plan.begin(me), owned, plan.size(me) * sizeof(float));
+  if (plan.size(me) > 0)
+    backend.Copy(whole + plan.begin(me), owned, static_cast<int64_t>(plan.size(me)));
   for (int o = 0; o < comm.world(); ++o) {
-    if (o != root && plan.size(o) > 0)
-      comm.Recv(whole + plan.begin(o), plan.size(o) * sizeof(float), o);
+    const size_t n = plan.size(o);
+    if (o == root || n == 0) continue;
+    if (host) {
+      comm.Recv(whole + plan.begin(o), n * sizeof(float), o);
+    } else {
+      staging.resize(n);
+      comm.Recv(staging.data(), n * sizeof(float), o);
+      backend.CopyFromHost(whole + plan.begin(o), staging.data(), n * sizeof(float));
+    }
   }
 }
 

@@ -18,17 +18,12 @@
 
 namespace replica::parallel {
 
-// out[0, hi - lo) = elements [lo, hi) of the flat layout, assembled on every rank from their
-// owners (each owner broadcasts its overlap; copies only). `out` may be this rank's own `owned`
-// storage of [lo, hi) (the owner then only sends).
-void GatherRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi,
-                 const float* owned, float* out);
-
 // `piece` holds this rank's values of elements [lo, hi). Every owner o of part of [lo, hi) folds
 // the R ranks' values of its overlap into its accumulator in rank order:
 //   acc[e] = value_r[e] + acc[e]   for r = 0, 1, ..., R-1
 // (Backend::AddInto). `recv` is scratch of at least hi - lo floats; `acc` is this rank's owned
-// accumulator (acc[0] is element plan.begin(rank)).
+// accumulator (acc[0] is element plan.begin(rank)). piece, acc and recv are `backend`'s memory:
+// when it is not the host's, what is sent and received goes through host copies.
 void OrderedFoldRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi,
                       const float* piece, float* acc, float* recv,
                       const Backend& backend);
@@ -43,7 +38,8 @@ double OwnedGradNorm(Communicator& comm, const ShardPlan& plan, const float* own
 std::vector<double> AllGatherEqual(Communicator& comm, const std::vector<double>& mine);
 
 // Root receives every rank's owned range into `whole` (plan.total() floats, used on root only).
+// owned and whole are `backend`'s memory (copied through the host when it is not the host's).
 void GatherOwned(Communicator& comm, const ShardPlan& plan, const float* owned, float* whole,
-                 int root = 0);
+                 const Backend& backend, int root = 0);
 
 }  // namespace replica::parallel

@@ -57,8 +57,8 @@ const OptimizerState* ShardedOptimizer::SaveState() {
     full_.m = backend_.AllocateFloats(plan_.total());
     full_.v = backend_.AllocateFloats(plan_.total());
   }
-  GatherOwned(comm_, plan_, m_.data(), root ? full_.m.data() : nullptr);
-  GatherOwned(comm_, plan_, v_.data(), root ? full_.v.data() : nullptr);
+  GatherOwned(comm_, plan_, m_.data(), root ? full_.m.data() : nullptr, backend_);
+  GatherOwned(comm_, plan_, v_.data(), root ? full_.v.data() : nullptr, backend_);
   full_.step = step_;
   return root ? &full_ : nullptr;
 }

@@ -148,8 +148,8 @@ OwnedParams Zero3::Owned(Olmo3Model&) {
 const FlatBuffer* Zero3::WholeParams(Olmo3Model&) {
   Zero3ParamStore& s = store();
   const bool root = comm_.rank() == 0;
-  if (root && whole_.size() != s.plan().total()) whole_ = FlatBuffer(s.plan().total());
-  GatherOwned(comm_, s.plan(), s.master().data(), root ? whole_.data() : nullptr);
+  if (root && whole_.size() != s.plan().total()) whole_ = s.backend().AllocateFloats(s.plan().total());
+  GatherOwned(comm_, s.plan(), s.master().data(), root ? whole_.data() : nullptr, s.backend());
   return root ? &whole_ : nullptr;
 }
 

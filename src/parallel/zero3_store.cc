@@ -136,8 +136,12 @@ Zero3ParamStore::Gather Zero3ParamStore::StartGather(int unit) {
   const int me = comm_.rank(), world = comm_.world();
   if (world == 1 || n == 0) return g;
   const bool packed = wire_bytes(unit) < 4 * n;
-  // The wire image sits at the end of the unit buffer (at its start when it is all fp32).
-  unsigned char* image = reinterpret_cast<unsigned char*>(g.out) + (4 * n - wire_bytes(unit));
+  // The wire image sits at the end of the unit buffer (at its start when it is all fp32); on a
+  // backend whose memory is not the host's it is received into a host buffer instead.
+  const bool host = backend_.is_host();
+  if (!host) g.host_image.resize(wire_bytes(unit));
+  unsigned char* image = host ? reinterpret_cast<unsigned char*>(g.out) + (4 * n - wire_bytes(unit))
+                              : g.host_image.data();
   const size_t k = options_.prefetch ? static_cast<size_t>(gathers_++ % 2) : 0;
   comm_.WaitAll(sends_[k]);
   for (int o = 0; o < world; ++o) {
@@ -149,6 +153,12 @@ Zero3ParamStore::Gather Zero3ParamStore::StartGather(int unit) {
       continue;
     }
     const float* mine = master_.data() + (a - owned_begin());
+    if (!host) {
+      std::vector<float>& own = own_[k];
+      own.resize(b - a);
+      backend_.CopyToHost(own.data(), mine, (b - a) * sizeof(float));
+      mine = own.data();
+    }
     const void* send = mine;
     if (packed) {
       std::vector<unsigned char>& stage = stage_[k];
@@ -182,13 +192,20 @@ const float* Zero3ParamStore::FinishGather(Gather& g) {
   // A reused unit buffer now holds another unit: its bf16 copies are stale.
   NoteWeightsWritten(g.out, n * sizeof(float));
   const size_t ma = std::clamp(owned_begin(), a0, b0), mb = std::clamp(owned_end(), a0, b0);
-  unsigned char* image = reinterpret_cast<unsigned char*>(g.out) + (4 * n - wire_bytes(unit));
+  // On a backend whose memory is not the host's the unit is assembled on the host from the
+  // received image and copied in.
+  const bool host = backend_.is_host();
+  std::vector<float> staged;
+  if (!host) staged.resize(n);
+  float* out = host ? g.out : staged.data();
+  unsigned char* image = host ? reinterpret_cast<unsigned char*>(g.out) + (4 * n - wire_bytes(unit))
+                              : g.host_image.data();
   if (wire_bytes(unit) < 4 * n) {
     // Forward, in place: the floats of elements before e never reach e's wire bytes.
     auto unpack = [&](const Span& s, size_t x, size_t y) {
       if (x >= y) return;
       const unsigned char* src = image + WireAt(unit, x);
-      float* dst = g.out + (x - a0);
+      float* dst = out + (x - a0);
       if (s.bf16) {
         Widen(src, dst, y - x);
       } else {
@@ -199,10 +216,19 @@ const float* Zero3ParamStore::FinishGather(Gather& g) {
       unpack(s, s.lo, std::min(s.hi, ma));
       unpack(s, std::max(s.lo, mb), s.hi);
     }
+  } else if (!host) {
+    std::memcpy(out, image, n * sizeof(float));  // all fp32: the image is the unit
   }
-  if (ma < mb)
-    std::memcpy(g.out + (ma - a0), master_.data() + (ma - owned_begin()),
-                (mb - ma) * sizeof(float));
+  if (ma < mb) {
+    float* dst = out + (ma - a0);
+    const float* src = master_.data() + (ma - owned_begin());
+    if (host) {
+      std::memcpy(dst, src, (mb - ma) * sizeof(float));
+    } else {
+      backend_.CopyToHost(dst, src, (mb - ma) * sizeof(float));
+    }
+  }
+  if (!host) backend_.CopyFromHost(g.out, out, n * sizeof(float));
   return g.out;
 }
 

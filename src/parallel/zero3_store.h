@@ -112,6 +112,8 @@ class Zero3ParamStore final : public ParamStore {
   int64_t acquires() const { return acquires_; }
   int64_t prefetch_hits() const { return prefetch_hits_; }
 
+  const Backend& backend() const { return backend_; }  // whose memory every buffer is
+
  private:
   struct Slot {
     int unit = -1;  // -1: free
@@ -130,6 +132,8 @@ class Zero3ParamStore final : public ParamStore {
     float* out = nullptr;
     bool in_place = false;
     std::vector<Request> recvs;
+    // A backend whose memory is not the host's: the wire image is received here, on the host.
+    std::vector<unsigned char> host_image;
   };
   float* Take(std::vector<Slot>& slots, int unit);
   Slot* Find(std::vector<Slot>& slots, int unit);
@@ -160,6 +164,7 @@ class Zero3ParamStore final : public ParamStore {
   // sends of gather k-1.
   std::vector<Request> sends_[2];
   std::vector<unsigned char> stage_[2];
+  std::vector<float> own_[2];  // host copies of the master range sent (backend not the host's)
   int64_t gathers_ = 0;
   int last_ = -1, before_last_ = -1;       // the last two units acquired
   std::map<std::pair<int, int>, int> next_;  // (unit before, unit) -> the unit that came next

@@ -10,11 +10,18 @@ namespace replica {
 const char* LocationName(Location location) {
   switch (location) {
     case Location::kHost: return "host";
+    case Location::kDevice: return "device";
   }
   return "?";
 }
 
-void Buffer::Free::operator()(void* p) const { std::free(p); }
+void Buffer::Free::operator()(void* p) const {
+  if (release != nullptr) {
+    release(p, bytes, context);
+  } else {
+    std::free(p);
+  }
+}
 
 Buffer::Buffer(DType dtype, size_t elements, Location location)
     : size_(elements), dtype_(dtype), location_(location) {
@@ -30,11 +37,21 @@ Buffer::Buffer(DType dtype, size_t elements, Location location)
   data_.reset(p);
 }
 
+Buffer Buffer::Adopt(DType dtype, size_t elements, Location location, void* data,
+                     Release release, void* context) {
+  Require(data != nullptr && release != nullptr, "buffer: adopting {} storage without {}",
+          LocationName(location), data == nullptr ? "data" : "a release function");
+  Buffer b;
+  b.size_ = elements;
+  b.dtype_ = dtype;
+  b.location_ = location;
+  b.data_ = std::unique_ptr<void, Free>(data, Free{release, b.bytes(), context});
+  return b;
+}
+
 void Buffer::CheckHost(DType want) const {
   Require(dtype_ == want, "buffer: holds {} elements, accessed as {}", DTypeName(dtype_),
           DTypeName(want));
-  Require(location_ == Location::kHost, "buffer: {} memory accessed from the host",
-          LocationName(location_));
 }
 
 float* Buffer::f32() {
@@ -63,6 +80,8 @@ const uint16_t* Buffer::bf16() const {
 }
 
 void Buffer::Zero() {
+  Require(location_ == Location::kHost, "buffer: {} memory zeroed from the host",
+          LocationName(location_));
   if (size_) std::memset(data_.get(), 0, bytes());
 }
 

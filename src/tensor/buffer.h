@@ -15,17 +15,23 @@
 
 namespace replica {
 
-// Where a buffer's storage lives. Host memory is all there is today; a device backend adds its
-// own kind of storage here, and host-only code checks location() before touching data.
-enum class Location { kHost };
+// Where a buffer's storage lives: host memory, which any code may read and write, or a backend's
+// own memory (kDevice), which only that backend's ops and its CopyFromHost / CopyToHost touch.
+enum class Location { kHost, kDevice };
 
-const char* LocationName(Location location);  // "host"
+const char* LocationName(Location location);  // "host", "device"
 
 class Buffer {
  public:
   Buffer() = default;
-  // Zero-initialised storage for `elements` elements of `dtype` at `location`.
+  // Zero-initialised host storage for `elements` elements of `dtype` (location must be kHost:
+  // other memory comes from the backend that owns it, through Adopt).
   Buffer(DType dtype, size_t elements, Location location = Location::kHost);
+  // Storage a backend allocated itself: `data` holds `elements` elements of `dtype` at `location`
+  // (zeroed by the backend); when the buffer dies, release(data, bytes(), context) frees it.
+  using Release = void (*)(void* data, size_t bytes, void* context);
+  static Buffer Adopt(DType dtype, size_t elements, Location location, void* data,
+                      Release release, void* context);
   Buffer(Buffer&&) noexcept = default;
   Buffer& operator=(Buffer&&) noexcept = default;
 
@@ -36,7 +42,8 @@ class Buffer {
   void* raw() { return data_.get(); }
   const void* raw() const { return data_.get(); }
 
-  // Typed views; Error unless the buffer holds that type on the host.
+  // Typed pointers; Error unless the buffer holds that type. They address the buffer's location:
+  // host code reads a kDevice buffer only through its backend's CopyToHost (ops/host_copy.h).
   float* f32();
   const float* f32() const;
   double* f64();
@@ -44,13 +51,17 @@ class Buffer {
   uint16_t* bf16();  // bf16 bit patterns (core/half.h converts)
   const uint16_t* bf16() const;
 
-  void Zero();  // every byte 0 (single-threaded; ops/backend.h Zero is the parallel one)
+  // Every byte 0 (single-threaded; ops/backend.h Zero is the parallel one). Error unless host.
+  void Zero();
 
  protected:
   void CheckHost(DType want) const;
 
  private:
-  struct Free {
+  struct Free {  // value-initialised (all null) for std::aligned_alloc storage
+    Release release;  // null: std::free
+    size_t bytes;
+    void* context;
     void operator()(void* p) const;
   };
   std::unique_ptr<void, Free> data_;

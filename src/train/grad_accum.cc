@@ -60,7 +60,7 @@ size_t TreeAccumulator::TakeBuffer() {
     free_.pop_back();
     return b;
   }
-  pool_.emplace_back(floats_);
+  pool_.push_back(backend_->AllocateFloats(floats_));
   return pool_.size() - 1;
 }
 

@@ -29,7 +29,7 @@ const std::vector<int64_t>& TreeAccumulation::Begin(int64_t m) {
 void TreeAccumulation::Add(int64_t, Scalars s) { sums_ = acc_.Add(model_.grads(), s); }
 
 SequentialAccumulation::SequentialAccumulation(Olmo3Model& model)
-    : model_(model), sum_(model.grads().size()) {}
+    : model_(model), sum_(model.backend().AllocateFloats(model.grads().size())) {}
 
 const std::vector<int64_t>& SequentialAccumulation::Begin(int64_t m) {
   Require(m >= 1, "gradient accumulation: need at least one micro-batch, got {}", m);

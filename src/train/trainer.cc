@@ -27,6 +27,7 @@
 #include "ops/cpu/compute.h"
 #include "ops/cpu/gemm_peak.h"
 #include "ops/cpu/isa.h"
+#include "ops/host_copy.h"
 #include "ops/registry.h"
 #include "optim/optimizer.h"
 #include "train/non_finite_guard.h"
@@ -170,16 +171,18 @@ StartPoint FindStart(const TrainerOptions& opt, int64_t micro, RunLog& log) {
 // Fills what this rank owns of the parameters (GradReducer::Owned) from `read`, which fills a
 // whole layout-sized buffer: directly when the rank owns everything, else through a full-size
 // temporary of which it keeps its range (a whole-checkpoint reader has no ranged read).
-void ReadOwnedParams(const ParamLayout& layout, const OwnedParams& owned,
+// Reads the whole parameters on the host with `read` and keeps the owned range, in the backend's
+// memory (copied in when it is not the host's).
+void ReadOwnedParams(const ParamLayout& layout, const OwnedParams& owned, const Backend& backend,
                      const std::function<void(FlatBuffer&)>& read) {
-  if (owned.begin == 0 && owned.end == layout.total_floats()) {
+  if (owned.begin == 0 && owned.end == layout.total_floats() && backend.is_host()) {
     read(*owned.buffer);
     return;
   }
   FlatBuffer whole(layout.total_floats());
   read(whole);
-  std::memcpy(owned.buffer->data(), whole.data() + owned.begin,
-              (owned.end - owned.begin) * sizeof(float));
+  CopyFloatsFromHost(backend, owned.buffer->data(), whole.data() + owned.begin,
+                     static_cast<int64_t>(owned.end - owned.begin));
 }
 
 void ConfigureFaults(const RunConfig& cfg) {
@@ -312,15 +315,21 @@ void TrainingRun::LoadOrInitState() {
   if (ckpt) {
     // Each rank reads what it owns, from the shards that overlap it (any world size wrote them):
     // the parameters it holds (all of them, or its ZeRO-3 range) and its range of m and v.
-    ckpt->ReadRange(ShardField::kParams, layout, owned.begin, owned.end, owned.buffer->data());
+    // Files are read on the host; FillFloatsFromHost copies them in when the backend's memory is
+    // not the host's.
+    const auto read = [&](ShardField field, size_t begin, size_t end, float* dst) {
+      FillFloatsFromHost(backend, dst, end - begin,
+                         [&](float* host) { ckpt->ReadRange(field, layout, begin, end, host); });
+    };
+    read(ShardField::kParams, owned.begin, owned.end, owned.buffer->data());
     if (start_.resume || cfg_.init.load_optimizer) {
       const OwnedState state = optimizer_->Owned();
-      ckpt->ReadRange(ShardField::kAdamM, layout, state.begin, state.end, state.m);
-      ckpt->ReadRange(ShardField::kAdamV, layout, state.begin, state.end, state.v);
+      read(ShardField::kAdamM, state.begin, state.end, state.m);
+      read(ShardField::kAdamV, state.begin, state.end, state.v);
       optimizer_->SetStep(ckpt->adam_step());
     }
   } else if (!cfg_.init.from_checkpoint.empty()) {
-    ReadOwnedParams(layout, owned, [&](FlatBuffer& p) {
+    ReadOwnedParams(layout, owned, backend, [&](FlatBuffer& p) {
       LoadHfWeights(cfg_.init.from_checkpoint, layout, p);
     });
     Require(!cfg_.init.load_optimizer,
@@ -329,8 +338,10 @@ void TrainingRun::LoadOrInitState() {
             cfg_.init.from_checkpoint);
   } else {
     // Element by element from (seed, tensor, index): a rank computes only what it owns.
-    InitParamsRange(layout, owned.buffer->data(), owned.begin, owned.end,
-                    {.seed = cfg_.init.seed, .std = cfg_.model.initializer_range});
+    FillFloatsFromHost(backend, owned.buffer->data(), owned.end - owned.begin, [&](float* host) {
+      InitParamsRange(layout, host, owned.begin, owned.end,
+                      {.seed = cfg_.init.seed, .std = cfg_.model.initializer_range});
+    });
   }
   if (const std::optional<TrainState>& saved = start_.saved) {
     step_ = saved->step;

@@ -236,7 +236,7 @@ TEST(Collectives, BroadcastAndGather) {
         shard[i] = static_cast<float>(plan.begin(comm.rank()) + i);
       }
       std::vector<float> full(comm.rank() == 0 ? n : 0);
-      GatherOwned(comm, plan, shard.data(), full.data());
+      GatherOwned(comm, plan, shard.data(), full.data(), CpuBackend());
       if (comm.rank() == 0) {
         for (size_t i = 0; i < n; ++i) ASSERT_EQ(full[i], static_cast<float>(i));
       }

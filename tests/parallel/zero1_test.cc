@@ -199,7 +199,8 @@ TEST(ShardedOptimizerZero3, OwnedRangeUpdatesAreTheSingleProcessBits) {
         opt.Step(master, owned_grads, 1e-2 * (s + 1), ClipCoefficient(norm, Config().max_grad_norm));
       }
       FlatBuffer whole(comm.rank() == 0 ? layout.total_floats() : 0);
-      GatherOwned(comm, plan, master.data(), comm.rank() == 0 ? whole.data() : nullptr);
+      GatherOwned(comm, plan, master.data(), comm.rank() == 0 ? whole.data() : nullptr,
+                  CpuBackend());
       const OptimizerState* full = opt.SaveState();
       std::lock_guard<std::mutex> lock(mu);
       if (comm.rank() == 0) {
