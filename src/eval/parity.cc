@@ -259,8 +259,9 @@ ParityReport RunParity(const ParityOptions& o) {
     sums = model.ForwardLoss(ids.data(), labels.data(), B, T, docs, num_docs);
   }
   rep.loss_tokens = sums.tokens;
-  rep.loss = sums.tokens > 0 ? sums.ce_sum / static_cast<double>(sums.tokens) : NAN;
-  rep.lse_sq_mean = sums.tokens > 0 ? sums.lse_sq_sum / static_cast<double>(sums.tokens) : NAN;
+  rep.loss = sums.tokens > 0 ? TorchMeanCe(sums, sums.tokens) : NAN;
+  rep.lse_sq_mean =
+      sums.tokens > 0 ? TorchMeanLseSq(sums, sums.tokens, o.z_loss_multiplier) : NAN;
   if (z_info) {
     rep.lse_sq_mean_ref = ref.ReadF64("z_loss")[0];
     rep.lse_sq_mean_ref_source = "dump";

@@ -62,4 +62,15 @@ void LmHeadWorkspace::AddChunkSums(const int32_t* labels, int64_t rows,
   }
 }
 
+double TorchMeanCe(const CrossEntropySums& s, int64_t div) {
+  if (!s.fp32) return s.ce_sum / static_cast<double>(div);
+  return static_cast<float>(s.ce_sum) / static_cast<float>(div);
+}
+
+double TorchMeanLseSq(const CrossEntropySums& s, int64_t div, double z_mul) {
+  if (!s.fp32 || !(z_mul > 0)) return s.lse_sq_sum / static_cast<double>(div);
+  const float z = static_cast<float>(z_mul) * static_cast<float>(s.lse_sq_sum);
+  return static_cast<double>(z / static_cast<float>(div)) / z_mul;
+}
+
 }  // namespace replica

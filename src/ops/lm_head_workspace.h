@@ -18,7 +18,18 @@ struct CrossEntropySums {
   double ce_sum = 0;      // Σ (lse - logit[label]) over rows with label != -100
   double lse_sq_sum = 0;  // Σ lse² over the same rows
   int64_t tokens = 0;     // number of such rows
+  // Set by a backend that computes both sums as torch does, in fp32 (bf16-fsdp): ce_sum and
+  // lse_sq_sum are then fp32 values, and a mean over `div` tokens is taken as torch takes it
+  // (TorchMeanCe, TorchMeanLseSq).
+  bool fp32 = false;
 };
+
+// The mean CE over `div` tokens: ce_sum / div, for fp32 sums the fp32 quotient (OLMo-core's
+// `loss / loss_div_factor`).
+double TorchMeanCe(const CrossEntropySums& s, int64_t div);
+// The mean lse² over `div` tokens: lse_sq_sum / div; for fp32 sums with z_mul > 0 the z-loss as
+// OLMo-core records it, fp32((fp32(z_mul) · lse_sq_sum) / div), divided by z_mul in double.
+double TorchMeanLseSq(const CrossEntropySums& s, int64_t div, double z_mul);
 
 // Preallocated scratch for up to max_rows rows: logits [chunk_rows, V] plus per-row statistics,
 // in memory from the backend whose LM head computes in it (Backend::Allocate).

@@ -41,6 +41,7 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   const size_t row_bytes = static_cast<size_t>(T) * sizeof(int32_t);
   const bool packed = cu_doc_lens != nullptr || num_cu_doc_lens != 0;
   rows_of_.resize(static_cast<size_t>(mu_));
+  bool fp32_sums = false;
   for (int64_t k : acc_->Begin(m)) {
     for (int64_t i = 0; i < mu_; ++i) {
       const int64_t r = k + m * i;  // MicroBatchPositions(k, m, mu)
@@ -54,15 +55,26 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
     const CrossEntropySums ls = model_.ForwardBackward(
         ids_.data(), labels_.data(), mu_, T, grad_scale, zmul_, packed ? docs_.data() : nullptr,
         packed ? static_cast<int64_t>(docs_.size()) : 0);
-    acc_->Add(k, {ls.ce_sum, ls.lse_sq_sum});
+    fp32_sums = ls.fp32;
+    if (ls.fp32) {
+      // OLMo-core's record: each micro-batch's fp32 CE and z-loss divided by the batch's token
+      // count; their sum is rounded to fp32 below.
+      const float z = static_cast<float>(zmul_) * static_cast<float>(ls.lse_sq_sum);
+      acc_->Add(k, {TorchMeanCe(ls, out.label_tokens),
+                    z / static_cast<float>(out.label_tokens)});
+    } else {
+      acc_->Add(k, {ls.ce_sum, ls.lse_sq_sum});
+    }
   }
   FlatBuffer& grads = acc_->grads();
   GradAccumulation::Scalars sums = acc_->scalars();
   out.grad_norm = reducer_.ReduceGradients(grads, sums, model_.backend());
 
   const double n = static_cast<double>(out.label_tokens);
-  out.ce_loss = sums[0] / n;
-  out.z_loss = zmul_ * sums[1] / n;
+  // With fp32 sums (bf16-fsdp) the scalars are already quotients; OLMo-core adds them in fp32
+  // (equal to this single rounding for two micro-batches on one rank).
+  out.ce_loss = fp32_sums ? static_cast<float>(sums[0]) : sums[0] / n;
+  out.z_loss = fp32_sums ? static_cast<float>(sums[1]) : zmul_ * sums[1] / n;
   out.loss = out.ce_loss + out.z_loss;
   out.clip_coef = ClipCoefficient(out.grad_norm, optimizer_.max_grad_norm());
   // A NaN/Inf step is never applied and stays out of the skip rule's history (non_finite_guard.h).

@@ -12,6 +12,7 @@
 #include "ops/cpu/pair_order_gemm.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/rope.h"
+#include "ops/cpu/torch_cross_entropy.h"
 #include "ops/cpu/torch_sum.h"
 
 namespace replica {
@@ -30,7 +31,7 @@ float* Scratch(std::vector<float>& buffer, int64_t n, bool zero) {
   if (zero) std::fill_n(buffer.data(), n, 0.0f);
   return buffer.data();
 }
-thread_local std::vector<float> tls_a, tls_b, tls_c, tls_w, tls_m;
+thread_local std::vector<float> tls_a, tls_b, tls_c, tls_w, tls_m, tls_z;
 
 // acc = R(acc + R(t)): a second gradient added to a bf16 activation gradient.
 void AddActivationGrad(float* acc, const float* t, int64_t n) {
@@ -269,8 +270,9 @@ void FsdpEmbeddingBackward(const int32_t* tokens, const float* dout, int64_t N, 
 
 namespace {
 
-// One chunk's rounded logits [rows, V] in ws.logits(), and per row lse and ce into ws; wr is the
-// rounded LM head.
+// One chunk's rounded logits [rows, V] in ws.logits(), and per row, in torch's fp32
+// (torch_cross_entropy.h): the max in row_max(), log Σ exp(x − max) in row_sum(), −log_softmax at
+// the label in ce() and logsumexp in lse(); wr is the rounded LM head.
 void ChunkLogitsAndLoss(const float* x, const float* wr, const int32_t* labels, int64_t r0,
                         int64_t rows, int64_t D, int64_t V, LmHeadWorkspace& ws) {
   float* logits = ws.logits();
@@ -279,15 +281,41 @@ void ChunkLogitsAndLoss(const float* x, const float* wr, const int32_t* labels, 
 #pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const float* lr = logits + r * V;
-    const float mx = *std::max_element(lr, lr + V);
-    double sum = 0;
-    for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(lr[v]) - mx);
-    const double lse = mx + std::log(sum);
-    ws.lse()[r] = lse;
+    float mx = 0;
+    const float logsum = TorchLogSoftmaxLogSum(lr, V, kTorchLossLanes, &mx);
+    ws.row_max()[r] = mx;
+    ws.row_sum()[r] = logsum;
+    ws.lse()[r] = TorchLogsumexp(lr, V);
     const int32_t y = labels[r0 + r];
-    ws.ce()[r] = y == kIgnoreLabel ? 0.0 : lse - lr[y];
+    ws.ce()[r] = y == kIgnoreLabel ? 0.0f : -((lr[y] - mx) - logsum);
   }
 }
+
+// OLMo-core's two loss sums over all N rows, in torch's orders: nll_loss's cascade of the rows'
+// −log_softmax (row order) and torch.sum of lse² · mask.
+struct TorchLossSums {
+  explicit TorchLossSums(int64_t N) : nll(N), lse_sq(Scratch(tls_z, N, true)), rows(N) {}
+  void AddChunk(const int32_t* labels, int64_t r0, int64_t n, LmHeadWorkspace& ws) {
+    for (int64_t r = 0; r < n; ++r) {
+      const bool ignored = labels[r0 + r] == kIgnoreLabel;
+      nll.Add(r0 + r, ignored, static_cast<float>(ws.ce()[r]));
+      const auto lse = static_cast<float>(ws.lse()[r]);
+      lse_sq[r0 + r] = ignored ? 0.0f : lse * lse;
+      tokens += !ignored;
+    }
+  }
+  CrossEntropySums Sums() const {
+    CrossEntropySums s;
+    s.ce_sum = nll.Total();
+    s.lse_sq_sum = TorchInnerSum(lse_sq, rows);
+    s.tokens = tokens;
+    s.fp32 = true;
+    return s;
+  }
+  TorchNllSum nll;
+  float* lse_sq;
+  int64_t rows, tokens = 0;
+};
 
 }  // namespace
 
@@ -296,13 +324,13 @@ CrossEntropySums FsdpLmHeadLossForward(const float* x, const float* W, const int
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
   Require(V == ws.vocab(), "LM head: vocab {} does not match workspace {}", V, ws.vocab());
   const float* wr = Rounded(tls_m, W, V * D);
-  CrossEntropySums sums;
+  TorchLossSums sums(N);
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
     ChunkLogitsAndLoss(x, wr, labels, r0, rows, D, V, ws);
-    ws.AddChunkSums(labels + r0, rows, sums);
+    sums.AddChunk(labels, r0, rows, ws);
   }
-  return sums;
+  return sums.Sums();
 }
 
 CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
@@ -312,28 +340,22 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
   Require(V == ws.vocab(), "LM head: vocab {} does not match workspace {}", V, ws.vocab());
   const float* wr = Rounded(tls_m, W, V * D);
-  CrossEntropySums sums;
+  TorchLossSums sums(N);
+  // autograd's fp32 gradient of (ce + z_mul · z) / div: 1 / div at the loss, times z_mul for z.
+  const auto gl = static_cast<float>(grad_scale);
+  const float zl = gl * static_cast<float>(z_mul);
   float* dw_sum = Scratch(tls_b, V * D, true);  // the fp32 product over all rows, rounded once
   for (int64_t r0 = 0; r0 < N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), N - r0);
     ChunkLogitsAndLoss(x, wr, labels, r0, rows, D, V, ws);
-    ws.AddChunkSums(labels + r0, rows, sums);
+    sums.AddChunk(labels, r0, rows, ws);
     float* d = ws.logits();  // becomes dlogits in place
 #pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
     for (int64_t r = 0; r < rows; ++r) {
       float* dr = d + r * V;
-      const int32_t y = labels[r0 + r];
-      if (y == kIgnoreLabel) {
-        std::fill_n(dr, V, 0.0f);
-        continue;
-      }
-      const double lse = ws.lse()[r];
-      const double factor = grad_scale * (1.0 + 2.0 * z_mul * lse);
-      for (int64_t v = 0; v < V; ++v) {
-        double g = factor * std::exp(static_cast<double>(dr[v]) - lse);
-        if (v == y) g -= grad_scale;
-        dr[v] = R(static_cast<float>(g));
-      }
+      TorchLossRowGrad(dr, V, labels[r0 + r], ws.row_max()[r], static_cast<float>(ws.row_sum()[r]),
+                       static_cast<float>(ws.lse()[r]), gl, zl, dr);
+      RoundToBf16(dr, dr, V);
     }
     float* t = Scratch(tls_a, rows * D, false);
     PairOrderGemm(false, false, rows, D, V, d, V, wr, D, t, D);
@@ -343,7 +365,7 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
     for (int64_t i = 0; i < V * D; ++i) dw_sum[i] += part[i];
   }
   AddParamGrad(dW, dw_sum, V * D);
-  return sums;
+  return sums.Sums();
 }
 
 void FsdpLmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
@@ -355,7 +377,7 @@ void FsdpLmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int6
 
 FsdpScratch FsdpScratchHeld() {
   const auto bytes = [](const std::vector<float>& v) { return sizeof(float) * v.capacity(); };
-  return {bytes(tls_a), bytes(tls_b), bytes(tls_c), bytes(tls_w), bytes(tls_m)};
+  return {bytes(tls_a), bytes(tls_b), bytes(tls_c), bytes(tls_w), bytes(tls_m), bytes(tls_z)};
 }
 
 }  // namespace replica

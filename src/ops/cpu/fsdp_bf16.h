@@ -114,10 +114,10 @@ void FsdpLmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int6
 // The buffers these ops keep on the calling thread, in bytes, each grown to its largest call (the
 // sizes for a step: step_scratch.cc): a = activation-gradient products (and RoPE's), b = weight
 // gradients, c = the LM head's per-chunk weight gradient, w = a rounded norm gain, m = a rounded
-// matmul weight.
+// matmul weight, z = the LM head's per-row lse² terms of the z-loss sum.
 struct FsdpScratch {
-  uint64_t a = 0, b = 0, c = 0, w = 0, m = 0;
-  uint64_t bytes() const { return a + b + c + w + m; }
+  uint64_t a = 0, b = 0, c = 0, w = 0, m = 0, z = 0;
+  uint64_t bytes() const { return a + b + c + w + m + z; }
 };
 FsdpScratch FsdpScratchHeld();
 

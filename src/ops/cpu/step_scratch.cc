@@ -50,7 +50,8 @@ StepScratch CpuFp32Backend::StepScratchBytes(const StepShape& s) const {
 //   b  out·in of a linear's weight gradient, V·D of the LM head's summed one;
 //   c  V·D, the LM head's weight gradient of one chunk;
 //   w  the widest norm gain, rounded;
-//   m  the largest matmul weight, rounded (the LM head's V·D included).
+//   m  the largest matmul weight, rounded (the LM head's V·D included);
+//   z  N, the LM head's lse² terms.
 StepScratch CpuBf16FsdpBackend::StepScratchBytes(const StepShape& s) const {
   StepScratch out;
   out.lm_head_workspace = LmHeadWorkspace::Bytes(s.lm_head_rows, s.vocab, s.hidden, false);
@@ -65,7 +66,7 @@ StepScratch CpuBf16FsdpBackend::StepScratchBytes(const StepShape& s) const {
   }
   for (int64_t width : s.rope_widths) a = std::max(a, N * static_cast<uint64_t>(width));
   for (int64_t width : s.norm_widths) w = std::max(w, static_cast<uint64_t>(width));
-  const FsdpScratch f{4 * a, 4 * b, 4 * V * D, 4 * w, 4 * m};
+  const FsdpScratch f{4 * a, 4 * b, 4 * V * D, 4 * w, 4 * m, 4 * N};
   out.op_scratch = f.bytes();
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <type_traits>
 
 namespace replica {
@@ -85,18 +86,32 @@ Lanes LoadLanes(const float* p) {
   return l;
 }
 
+// TorchInnerSum over n terms load(i).
+template <typename Load>
+float InnerSum(int64_t n, Load load) {
+  if (n < kLanes) {  // scalar_inner_sum: row_sum over the scalars
+    return RowSum<float>(n, load);
+  }
+  const int64_t vectors = n / kLanes;
+  const Lanes acc = RowSum<Lanes>(vectors, [&](int64_t i) {
+    Lanes l;
+    for (int k = 0; k < kLanes; ++k) l.v[k] = load(i * kLanes + k);
+    return l;
+  });
+  float total = 0;
+  for (int64_t k = vectors * kLanes; k < n; ++k) total = total + load(k);
+  for (int k = 0; k < kLanes; ++k) total = total + acc.v[k];
+  return total;
+}
+
 }  // namespace
 
 float TorchInnerSum(const float* x, int64_t n) {
-  if (n < kLanes) {  // scalar_inner_sum: row_sum over the scalars
-    return RowSum<float>(n, [&](int64_t i) { return x[i]; });
-  }
-  const int64_t vectors = n / kLanes;
-  const Lanes acc = RowSum<Lanes>(vectors, [&](int64_t i) { return LoadLanes(x + i * kLanes); });
-  float total = 0;
-  for (int64_t k = vectors * kLanes; k < n; ++k) total = total + x[k];
-  for (int k = 0; k < kLanes; ++k) total = total + acc.v[k];
-  return total;
+  return InnerSum(n, [&](int64_t i) { return x[i]; });
+}
+
+float TorchInnerSumExp(const float* x, int64_t n, float shift) {
+  return InnerSum(n, [&](int64_t i) { return std::exp(x[i] - shift); });
 }
 
 void TorchOuterSum(const float* x, int64_t rows, int64_t cols, float* out) {
