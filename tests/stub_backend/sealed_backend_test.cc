@@ -50,6 +50,9 @@ TEST(SealedBackend, ItsBuffersAreDeviceMemoryTheHostCannotTouch) {
   b.Scale(static_cast<float*>(buf.raw()), 100, 2.0);
   b.CopyToHost(out.data(), buf.raw(), 400);
   EXPECT_EQ(out[99], 5.0f);
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer owns SIGSEGV; the fault is checked in the plain build";
+#endif
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(static_cast<volatile float*>(buf.raw())[7] = 1.0f,
                "host code touched backend memory at .* \\(offset 28 of a 4096-byte buffer\\)");
