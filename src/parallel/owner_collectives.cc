@@ -27,6 +27,28 @@ Overlap OverlapOf(const ShardPlan& plan, int o, size_t lo, size_t hi) {
   return {std::max(lo, plan.begin(o)), std::min(hi, plan.end(o))};
 }
 
+// Send / receive n floats of `backend`'s memory: in place when it is the host's, else through
+// `staging` and CopyToHost / CopyFromHost.
+void SendFloats(Communicator& comm, const Backend& backend, const float* src, size_t n, int to,
+                std::vector<float>& staging) {
+  if (!backend.is_host()) {
+    staging.resize(n);
+    backend.CopyToHost(staging.data(), src, n * sizeof(float));
+    src = staging.data();
+  }
+  comm.Send(src, n * sizeof(float), to);
+}
+void RecvFloats(Communicator& comm, const Backend& backend, float* dst, size_t n, int from,
+                std::vector<float>& staging) {
+  if (backend.is_host()) {
+    comm.Recv(dst, n * sizeof(float), from);
+    return;
+  }
+  staging.resize(n);
+  comm.Recv(staging.data(), n * sizeof(float), from);
+  backend.CopyFromHost(dst, staging.data(), n * sizeof(float));
+}
+
 }  // namespace
 
 void OrderedFoldRange(Communicator& comm, const ShardPlan& plan, size_t lo, size_t hi,
@@ -36,36 +58,21 @@ void OrderedFoldRange(Communicator& comm, const ShardPlan& plan, size_t lo, size
   Require(lo <= hi && hi <= plan.total(), "ordered fold: range [{}, {}) outside [0, {})", lo, hi,
           plan.total());
   const int me = comm.rank();
-  // A backend whose memory is not the host's: what is sent is copied out first, and what is
-  // received lands in host memory and is copied into `recv` before the backend adds it.
-  const bool host = backend.is_host();
-  thread_local std::vector<float> staging;
+  thread_local std::vector<float> staging;  // used when the backend's memory is not the host's
   for (int o = 0; o < comm.world(); ++o) {
     const Overlap v = OverlapOf(plan, o, lo, hi);
     if (v.empty()) continue;
     const size_t n = v.b - v.a;
     const float* mine = piece + (v.a - lo);
     if (o != me) {
-      if (host) {
-        comm.Send(mine, n * sizeof(float), o);
-      } else {
-        staging.resize(n);
-        backend.CopyToHost(staging.data(), mine, n * sizeof(float));
-        comm.Send(staging.data(), n * sizeof(float), o);
-      }
+      SendFloats(comm, backend, mine, n, o, staging);
       continue;
     }
     float* dst = acc + (v.a - plan.begin(me));
     for (int r = 0; r < comm.world(); ++r) {
       const float* src = mine;
       if (r != me) {
-        if (host) {
-          comm.Recv(recv, n * sizeof(float), r);
-        } else {
-          staging.resize(n);
-          comm.Recv(staging.data(), n * sizeof(float), r);
-          backend.CopyFromHost(recv, staging.data(), n * sizeof(float));
-        }
+        RecvFloats(comm, backend, recv, n, r, staging);
         src = recv;
       }
       backend.AddInto(dst, src, static_cast<int64_t>(n));
@@ -108,32 +115,16 @@ void GatherOwned(Communicator& comm, const ShardPlan& plan, const float* owned, 
                  const Backend& backend, int root) {
   CheckWorld(comm, plan);
   const int me = comm.rank();
-  const bool host = backend.is_host();
-  std::vector<float> staging;
+  std::vector<float> staging;  // used when the backend's memory is not the host's
   if (me != root) {
-    const size_t n = plan.size(me);
-    if (n == 0) return;
-    const float* send = owned;
-    if (!host) {
-      staging.resize(n);
-      backend.CopyToHost(staging.data(), owned, n * sizeof(float));
-      send = staging.data();
-    }
-    comm.Send(send, n * sizeof(float), root);
+    if (plan.size(me) > 0) SendFloats(comm, backend, owned, plan.size(me), root, staging);
     return;
   }
   if (plan.size(me) > 0)
     backend.Copy(whole + plan.begin(me), owned, static_cast<int64_t>(plan.size(me)));
   for (int o = 0; o < comm.world(); ++o) {
-    const size_t n = plan.size(o);
-    if (o == root || n == 0) continue;
-    if (host) {
-      comm.Recv(whole + plan.begin(o), n * sizeof(float), o);
-    } else {
-      staging.resize(n);
-      comm.Recv(staging.data(), n * sizeof(float), o);
-      backend.CopyFromHost(whole + plan.begin(o), staging.data(), n * sizeof(float));
-    }
+    if (o != root && plan.size(o) > 0)
+      RecvFloats(comm, backend, whole + plan.begin(o), plan.size(o), o, staging);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "run/run_config.h"
+#include "stub_backend/train_run.h"
 #include "testing/backend_ops.h"
 #include "testing/util.h"
 #include "train/trainer.h"
@@ -47,21 +48,8 @@ TEST(CountingBackend, UnknownDevicesListIt) {
   EXPECT_NE(e.find("device 'counting' has no bf16 backend (it has fp32)"), std::string::npos) << e;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-// Losses and gradient norms of every train line of RUN/metrics.jsonl, as written.
-std::vector<std::string> TrainLines(const std::string& run_dir) {
-  std::vector<std::string> out;
-  std::ifstream f(run_dir + "/metrics.jsonl");
-  for (std::string line; std::getline(f, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    if (j.contains("loss")) out.push_back(j["loss"].dump() + " " + j["grad_norm"].dump());
-  }
-  return out;
-}
+using stub::ReadAll;
+using stub::TrainLines;
 
 TrainSummary TrainOn(const std::string& device, const test::TempDir& tmp) {
   const RunConfig c = RunConfig::FromYaml(R"(
@@ -85,11 +73,7 @@ compute: {device: )" + device + "}\n",
 
 TEST(CountingBackend, SelectedByComputeDeviceTrainsWithTheCpuBits) {
   const test::TempDir tmp("counting");
-  std::vector<uint32_t> tokens(16 * 64);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint32_t>((i * 7 + i / 16) % 250);
-  std::ofstream(tmp.File("tokens.npy"), std::ios::binary)
-      .write(reinterpret_cast<const char*>(tokens.data()),
-             static_cast<std::streamsize>(4 * tokens.size()));
+  stub::WriteTokens(tmp.File("tokens.npy"));
 
   const TrainSummary cpu = TrainOn("cpu", tmp);
   const int64_t calls = stub::Counting().calls(), matmuls = stub::Counting().matmul_calls();

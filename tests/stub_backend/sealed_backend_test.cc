@@ -23,6 +23,7 @@
 #include "parallel/thread_group.h"
 #include "parallel/zero3.h"
 #include "run/run_config.h"
+#include "stub_backend/train_run.h"
 #include "testing/backend_ops.h"
 #include "testing/util.h"
 #include "train/trainer.h"
@@ -58,21 +59,8 @@ TEST(SealedBackend, ItsBuffersAreDeviceMemoryTheHostCannotTouch) {
                "host code touched backend memory at .* \\(offset 28 of a 4096-byte buffer\\)");
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-// Loss and gradient norm of every train line of RUN/metrics.jsonl, as written.
-std::vector<std::string> TrainLines(const std::string& run_dir) {
-  std::vector<std::string> out;
-  std::ifstream f(run_dir + "/metrics.jsonl");
-  for (std::string line; std::getline(f, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    if (j.contains("loss")) out.push_back(j["loss"].dump() + " " + j["grad_norm"].dump());
-  }
-  return out;
-}
+using stub::ReadAll;
+using stub::TrainLines;
 
 struct Run {
   std::string device, sharding = "zero1";
@@ -125,14 +113,6 @@ compute: {device: )" + run.device + "}\n",
   return summary;
 }
 
-void WriteTokens(const test::TempDir& tmp) {
-  std::vector<uint32_t> tokens(16 * 64);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint32_t>((i * 7 + i / 16) % 250);
-  std::ofstream(tmp.File("tokens.npy"), std::ios::binary)
-      .write(reinterpret_cast<const char*>(tokens.data()),
-             static_cast<std::streamsize>(4 * tokens.size()));
-}
-
 // Every file of a checkpoint directory that holds tensors or state, by name.
 std::vector<std::string> CheckpointFiles(const std::string& dir) {
   std::vector<std::string> out;
@@ -167,7 +147,7 @@ struct Strict {
 TEST(SealedBackend, TrainingCheckpointsAndResumeRunOnItWithTheCpuBits) {
   const test::TempDir tmp("sealed");
   const Strict strict;
-  WriteTokens(tmp);
+  stub::WriteTokens(tmp.File("tokens.npy"));
   for (const auto& [sharding, world] :
        std::vector<std::pair<std::string, int>>{{"zero1", 1}, {"zero1", 2}, {"zero3", 2}}) {
     const std::string tag = sharding + "-" + std::to_string(world);
