@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # bf16 precision end to end (docs/precision.md):
 #  - `replica parity --precision bf16` on every fixture case: KL mean no worse than PyTorch 1.13
 #    autocast bf16 on the same inputs (the figures the fixture READMEs and docs/BENCHMARKS.md give),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # replica's data order reproduces OLMo-core's own NumpyFSLDataLoader, as committed in
 # tests/data/reference/data_order (tools/crosscheck/generate_data_order.py): token files made by
 # `replica tokenize` (uint32 dolma2 and uint16) are the files OLMo-core read (sha256); for every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # `replica decon` end to end on bundled text with the bytes tokenizer (one token per byte, so the
 # test needs no tokenizer data): clean training data reports zero contaminated items and exits 0;
 # training data into which held-out passages were mixed reports exactly those passages (and the

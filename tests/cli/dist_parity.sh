@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # Data-parallel training on MPI, end to end on a tiny Olmo 3 and a synthetic token file:
 #  - 1 rank (no mpirun), 2 and 4 ranks (mpirun, oversubscribed) give bit-identical metrics
 #    (`replica compare`, tolerance 0) and final checkpoints holding the same bytes of weights and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # `replica train` runs a tiny long-context config.json written by OLMo-core's own code
 # (tests/data/reference/long_context): packed instances with their document lengths (attention
 # within each document), YaRN on the full-attention layers, the shuffled source files, context

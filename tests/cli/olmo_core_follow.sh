@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # replica follows OLMo-core's own run (tests/data/reference/olmo_core_run; its README says what
 # each file is). From OLMo-core's step-0 checkpoint (read into a replica checkpoint),
 # `replica train <OLMo-core's config.json>` on the same token files stays inside OLMo-core's

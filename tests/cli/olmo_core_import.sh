@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # OLMo-core config.json as a run config (docs/olmo-core.md):
 #  - `replica plan` on the four official Olmo 3 stage configs (both block spellings) gives the
 #    parameters, steps, tokens per step, warm-up and LR of replica's own presets, and LRs equal to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # `replica plan` of the largest layer count replica accepts (65,536) finishes: the memory planner
 # walks the layers once, not once per world size and recompute policy it tries (it took minutes).
 # The bound is ctest's TIMEOUT for this test (CMakeLists.txt), not a timed check here.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # Sharded checkpoints end to end (docs/design.md §4 format 2, docs/training.md): on a tiny Olmo 3
 #  - every rank writes its own shard (no model.safetensors anywhere); 1 and 4 ranks end with the
 #    same params, Adam m, v and step (assembled from the shards) and `replica convert` exports

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # A short run of scripts/stress_resume (the kill/resume benchmark): 8 SIGKILLs of a 1-rank trainer
 # at random moments, each followed by a resume; the finished runs must equal an uninterrupted one
 # bit for bit.   usage: stress_resume_smoke.sh <replica-binary> <repo-root>

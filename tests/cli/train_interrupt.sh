@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # Interruption of `replica train` and `replica launch` (docs/training.md, "Interruption"): SIGINT,
 # SIGTERM, SIGUSR1 finish the current step, checkpoint it and exit 128 + signal with "interrupted at
 # step N: checkpoint written, rerun to resume"; a second signal exits at once and the previous

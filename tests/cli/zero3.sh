@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: long
 # ZeRO-3 (parallel.sharding: zero3) on MPI, end to end on a tiny Olmo 3, a synthetic token file and
 # a small evaluation set evaluated during training (every rank runs the collective forward):
 #  - the world-1 run with train.grad_accumulation: sequential (no ZeRO) is the reference; zero3 on
