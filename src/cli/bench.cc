@@ -129,7 +129,7 @@ int RunBench(const BenchArgs& a) {
       conversions_before = replica::Bf16WeightConversions();
     }
     auto t0 = replica::Clock::now();
-    const replica::Bf16WeightScope bf16_weights;  // one bf16 copy of each weight per step
+    const auto bracket = model.backend().BeginStep();  // bf16: one copy of each weight per step
     model.backend().Zero(model.grads().data(), static_cast<int64_t>(model.grads().size()));
     replica::CrossEntropySums sums =
         model.ForwardBackward(tokens.data(), labels.data(), B, T, 1.0 / N, 1e-5, docs, num_docs);

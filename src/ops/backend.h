@@ -23,6 +23,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "ops/adamw_coefficients.h"
 #include "ops/attention_shape.h"
@@ -52,6 +53,23 @@ class Backend {
   virtual bool is_host() const = 0;
   // What the ops keep between calls for a training step of this shape (ops/step_scratch.h).
   virtual StepScratch StepScratchBytes(const StepShape&) const = 0;
+
+  // ---- The weights' step bracket -------------------------------------------------------------
+
+  // Opened by whoever drives an optimizer step (the trainer, `replica bench`) around the step's
+  // forward and backward on the calling thread; closed when the returned object is destroyed.
+  // Inside it the weights change only through AdamWUpdate and the writes reported to
+  // NoteWeightsWritten, so a backend may keep copies derived from them for the step (the bf16
+  // backends convert each matmul weight to bf16 once per step, ops/cpu/bf16_weights.h). Results
+  // never depend on whether a bracket is open.
+  class StepBracket {
+   public:
+    virtual ~StepBracket() = default;
+  };
+  virtual std::unique_ptr<StepBracket> BeginStep() const = 0;
+  // [begin, begin + bytes) of weight memory was written by something other than this backend's
+  // ops (a ZeRO-3 gather reusing a unit buffer): copies derived from it are stale.
+  virtual void NoteWeightsWritten(const void* begin, size_t bytes) const = 0;
 
   // ---- Memory ------------------------------------------------------------------------------
 

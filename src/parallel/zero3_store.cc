@@ -9,7 +9,6 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/profile.h"
-#include "ops/cpu/bf16_weights.h"
 #include "parallel/owner_collectives.h"
 
 namespace replica::parallel {
@@ -190,7 +189,7 @@ const float* Zero3ParamStore::FinishGather(Gather& g) {
   if (g.in_place) return g.out;
   const size_t a0 = lo(unit), b0 = hi(unit), n = b0 - a0;
   // A reused unit buffer now holds another unit: its bf16 copies are stale.
-  NoteWeightsWritten(g.out, n * sizeof(float));
+  backend_.NoteWeightsWritten(g.out, n * sizeof(float));
   const size_t ma = std::clamp(owned_begin(), a0, b0), mb = std::clamp(owned_end(), a0, b0);
   // On a backend whose memory is not the host's the unit is assembled on the host from the
   // received image and copied in.

@@ -23,7 +23,6 @@
 #include "core/threads.h"
 #include "data/loader.h"
 #include "hf/hf_weights.h"
-#include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/compute.h"
 #include "ops/cpu/gemm_peak.h"
 #include "ops/cpu/isa.h"
@@ -488,9 +487,9 @@ StepRecord TrainingRun::TrainOneStep() {
 
   const double lr = LrAt(cfg_.optim.schedule, cfg_.optim.lr, r.step);
   {
-    // The weights change only through the optimizer inside the step: bf16 GEMMs convert each
-    // weight once per step (ops/cpu/bf16_weights.h).
-    const Bf16WeightScope bf16_weights;
+    // The weights change only through the optimizer inside the step (Backend::BeginStep: the
+    // bf16 backends convert each matmul weight once per step).
+    const auto bracket = backend_->BeginStep();
     r.outcome = RunRankBatch(*train_step_, batch, lr, shape_.local_instances);
   }
   const int64_t step_tokens = shape_.global_instances * shape_.seq_len;

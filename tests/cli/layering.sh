@@ -9,7 +9,11 @@
 #    ops/precision.h, ops/rope_params.h and ops/cpu/isa.h (what compute.* and RoPE keys parse to);
 #  - nothing outside src/ops includes ops/cpu/cpu_bf16_backend.h, and no folder but ops names a
 #    backend class (backends are chosen by SelectBackend, ops/registry.h);
-#  - ops/backend.h includes no implementation header (nothing under ops/<impl>/).
+#  - ops/backend.h includes no implementation header (nothing under ops/<impl>/);
+#  - below cli, an ops implementation header is included only for the CPU's machine description:
+#    by the trainer (compute.h: the ISA cap and the settings it logs; gemm_peak.h and isa.h: the
+#    MFU denominator) and by the run config (isa.h: what compute.isa parses to); the weights' step
+#    bracket and its invalidation go through the Backend.
 # Usage: layering.sh REPLICA_BINARY SOURCE_DIR (the binary is unused).
 set -euo pipefail
 src="${2:?source dir}/src"
@@ -43,6 +47,10 @@ run_ops=$(grep -rnoE '^#include "ops/[^"]+"' "$src/run" | grep -vE '"ops/(precis
 [ -z "$run_ops" ] || { echo "layering: run includes ops beyond config values:"; echo "$run_ops" | sed "s#$src/##"; bad=1; }
 never "a backend chosen by type outside ops" 'cpu_bf16_backend\.h|CpuBf16Backend|CpuFp32Backend|dynamic_cast<const [A-Za-z]*Backend' \
   $(find "$src" -mindepth 1 -maxdepth 1 -type d ! -name ops)
+impl=$(grep -rnoE '^#include "ops/[a-z0-9_]+/[^"]+"' $(find "$src" -mindepth 1 -maxdepth 1 -type d ! -name ops ! -name cli) |
+  grep -vE '^[^:]*/train/trainer\.cc:[0-9]+:#include "ops/cpu/(compute|gemm_peak|isa)\.h"$' |
+  grep -vE '^[^:]*/run/run_config\.cc:[0-9]+:#include "ops/cpu/isa\.h"$' || true)
+[ -z "$impl" ] || { echo "layering: an ops implementation header included below cli:"; echo "$impl" | sed "s#$src/##"; bad=1; }
 never "ops/backend.h includes an implementation" '^#include "ops/[a-z0-9_]+/' "$src/ops/backend.h" "$src/ops/registry.h"
 [ "$bad" -eq 0 ] && echo "layering: ok (${#order[@]} layers, never-rules hold)"
 exit "$bad"

@@ -29,6 +29,10 @@ class CountingBackend final : public Backend {
   StepScratch StepScratchBytes(const StepShape& s) const override {
     return Cpu().StepScratchBytes(s);
   }
+  std::unique_ptr<StepBracket> BeginStep() const override { return Cpu().BeginStep(); }
+  void NoteWeightsWritten(const void* begin, size_t bytes) const override {
+    Cpu().NoteWeightsWritten(begin, bytes);
+  }
   void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
                      float* cos, float* sin) const override {
     Cpu().FillRopeTable(params, max_positions, head_dim, cos, sin);

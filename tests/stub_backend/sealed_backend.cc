@@ -210,6 +210,14 @@ void SealedBackend::CopyToHost(void* dst, const void* src, size_t bytes) const {
 StepScratch SealedBackend::StepScratchBytes(const StepShape& s) const {
   return Cpu().StepScratchBytes(s);
 }
+
+std::unique_ptr<Backend::StepBracket> SealedBackend::BeginStep() const {
+  return Cpu().BeginStep();
+}
+
+void SealedBackend::NoteWeightsWritten(const void* begin, size_t bytes) const {
+  Cpu().NoteWeightsWritten(begin, bytes);
+}
 void SealedBackend::FillRopeTable(const RopeParams& params, int64_t max_positions,
                                   int64_t head_dim, float* cos, float* sin) const {
   Cpu().FillRopeTable(params, max_positions, head_dim, cos, sin);  // host arrays

@@ -26,6 +26,9 @@ class SealedBackend final : public Backend {
   void CopyFromHost(void* dst, const void* src, size_t bytes) const override;
   void CopyToHost(void* dst, const void* src, size_t bytes) const override;
   StepScratch StepScratchBytes(const StepShape& s) const override;
+  // The CPU backend's (fp32: the bracket keeps nothing; the note reads no memory).
+  std::unique_ptr<StepBracket> BeginStep() const override;
+  void NoteWeightsWritten(const void* begin, size_t bytes) const override;
   void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
                      float* cos, float* sin) const override;
 

@@ -67,6 +67,14 @@ class RecordingBackend final : public Backend {
   StepScratch StepScratchBytes(const StepShape& s) const override {
     return inner_.StepScratchBytes(s);
   }
+  std::unique_ptr<StepBracket> BeginStep() const override {
+    Note("BeginStep");
+    return inner_.BeginStep();
+  }
+  void NoteWeightsWritten(const void* begin, size_t bytes) const override {
+    Note("NoteWeightsWritten");
+    inner_.NoteWeightsWritten(begin, bytes);
+  }
   void FillRopeTable(const RopeParams& params, int64_t max_positions, int64_t head_dim,
                      float* cos, float* sin) const override {
     Note("FillRopeTable");

@@ -25,6 +25,21 @@ void CpuFp32Backend::CopyFromHost(void* dst, const void* src, size_t bytes) cons
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
+namespace {
+struct Bf16WeightsBracket final : Backend::StepBracket {
+  Bf16WeightScope scope;
+};
+}  // namespace
+
+std::unique_ptr<Backend::StepBracket> CpuFp32Backend::BeginStep() const {
+  if (matmul_ == Precision::kBf16) return std::make_unique<Bf16WeightsBracket>();
+  return std::make_unique<StepBracket>();
+}
+
+void CpuFp32Backend::NoteWeightsWritten(const void* begin, size_t bytes) const {
+  replica::NoteWeightsWritten(begin, bytes);
+}
+
 void CpuFp32Backend::CopyToHost(void* dst, const void* src, size_t bytes) const {
   if (bytes) std::memcpy(dst, src, bytes);
 }

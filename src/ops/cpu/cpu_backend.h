@@ -24,6 +24,10 @@ class CpuFp32Backend : public Backend {
   Precision matmul_precision() const override { return matmul_; }
   bool is_host() const override { return true; }
   StepScratch StepScratchBytes(const StepShape& s) const override;  // step_scratch.cc
+  // With bf16 matmuls the bracket is a Bf16WeightScope (bf16_weights.h); with fp32 it keeps
+  // nothing.
+  std::unique_ptr<StepBracket> BeginStep() const override;
+  void NoteWeightsWritten(const void* begin, size_t bytes) const override;
   Buffer Allocate(DType dtype, size_t elements) const override {
     return Buffer(dtype, elements, Location::kHost);
   }
