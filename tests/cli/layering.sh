@@ -7,8 +7,8 @@
 #    functions that allocate them);
 #  - run never includes the ops table, the registry or an op: only the config-value headers
 #    ops/precision.h, ops/rope_params.h and ops/cpu/isa.h (what compute.* and RoPE keys parse to);
-#  - nothing outside src/ops includes ops/cpu/cpu_bf16_backend.h, and no folder but ops names a
-#    backend class (backends are chosen by SelectBackend, ops/registry.h);
+#  - nothing outside src/ops includes a CPU backend header (ops/cpu/cpu_*backend.h), and no folder
+#    but ops names a backend class (backends are chosen by SelectBackend, ops/registry.h);
 #  - ops/backend.h includes no implementation header (nothing under ops/<impl>/);
 #  - below cli, an ops implementation header is included only for the CPU's machine description:
 #    by the trainer (compute.h: the ISA cap and the settings it logs; gemm_peak.h and isa.h: the
@@ -45,7 +45,7 @@ never "model includes train or an ops implementation" '^#include "(train|paralle
 never "parallel or the plan spells a tensor name" '"[^"]*(_proj\.weight|model\.layers|embed_tokens|lm_head|layernorm|norm\.weight)[^"]*"' "$src/parallel" "$src"/run/plan.*
 run_ops=$(grep -rnoE '^#include "ops/[^"]+"' "$src/run" | grep -vE '"ops/(precision|rope_params|cpu/isa)\.h"' || true)
 [ -z "$run_ops" ] || { echo "layering: run includes ops beyond config values:"; echo "$run_ops" | sed "s#$src/##"; bad=1; }
-never "a backend chosen by type outside ops" 'cpu_bf16_backend\.h|CpuBf16Backend|CpuFp32Backend|dynamic_cast<const [A-Za-z]*Backend' \
+never "a backend chosen by type outside ops" 'cpu_[a-z0-9_]*backend\.h|Cpu[A-Za-z0-9]*Backend|dynamic_cast<const [A-Za-z]*Backend' \
   $(find "$src" -mindepth 1 -maxdepth 1 -type d ! -name ops)
 impl=$(grep -rnoE '^#include "ops/[a-z0-9_]+/[^"]+"' $(find "$src" -mindepth 1 -maxdepth 1 -type d ! -name ops ! -name cli) |
   grep -vE '^[^:]*/train/trainer\.cc:[0-9]+:#include "ops/cpu/(compute|gemm_peak|isa)\.h"$' |
