@@ -32,12 +32,14 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0 \
   OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
-# The tests labelled "long" (whole training runs, minutes each under ASan) run only with
-# SANITIZE_ALL=1; `make test` runs them unsanitized.
-SANITIZE_SELECT = $(if $(SANITIZE_ALL),,-LE long)
+# By default the GoogleTest suites only (every library's unit tests, target unit_tests); with
+# SANITIZE_ALL=1 also the sanitized `replica` and the CLI tests (label cli), which `make test`
+# runs unsanitized.
+SANITIZE_TARGETS = $(if $(SANITIZE_ALL),,--target unit_tests)
+SANITIZE_SELECT = $(if $(SANITIZE_ALL),,-LE cli)
 sanitize: setup
 	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREPLICA_SANITIZE=ON
-	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS) $(SANITIZE_TARGETS)
 	cd $(SANITIZE_BUILD) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) $(SANITIZE_SELECT)
 
 # libFuzzer targets (clang, ASan + UBSan), each run FUZZ_SECONDS over its seed corpus in fuzz/corpus.
