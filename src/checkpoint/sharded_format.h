@@ -39,6 +39,12 @@ inline constexpr const char* kShardFormatTag = "replica-shard";
 // The three float arrays a shard holds.
 enum class ShardField { kParams, kAdamM, kAdamV };
 const char* ShardTensorName(ShardField field);  // "params", "adam_m", "adam_v"
+inline constexpr int kShardFields = 3;
+// Bytes of the three arrays of a shard of `owned_floats` floats: its file's tensor data, and the
+// background snapshot the writer (sharded_writer.h) copies them into before writing.
+inline uint64_t ShardStateBytes(size_t owned_floats) {
+  return static_cast<uint64_t>(kShardFields) * sizeof(float) * owned_floats;
+}
 
 std::string ShardFileName(int rank, int world);  // "shard-00002-of-00004.safetensors"
 

@@ -68,7 +68,8 @@ class ShardedCheckpointWriter {
   ShardedCheckpointWriter(const ShardedCheckpointWriter&) = delete;
   ShardedCheckpointWriter& operator=(const ShardedCheckpointWriter&) = delete;
 
-  // Allocates the snapshot (3 x owned_floats) now instead of at the first background Save().
+  // Allocates the snapshot (params, m and v of the range: ShardStateBytes(owned_floats)) now
+  // instead of at the first background Save().
   void Reserve(size_t owned_floats);
   // Collective (see the promises). `state` and `model_config` are used on rank 0 only.
   void Save(int64_t step, const ParamLayout& layout, const OwnedShard& shard, int64_t adam_step,

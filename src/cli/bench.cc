@@ -34,7 +34,6 @@
 #include "core/threads.h"
 #include "model/model_config.h"
 #include "model/olmo3.h"
-#include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/gemm_peak.h"
 #include "ops/host_copy.h"
@@ -121,12 +120,12 @@ int RunBench(const BenchArgs& a) {
   replica::AdamW adamw(model.layout(), adamw_config, model.backend());
   std::vector<double> times, fwd_bwd_times;
   double loss = 0, first_loss = 0;
-  int64_t conversions_before = replica::Bf16WeightConversions();
+  int64_t conversions_before = model.backend().WeightCopiesMade();
   for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
     const bool warm = s < a.warmup;
     if (s == a.warmup) {  // profile the timed steps only
       replica::ProfileReset();
-      conversions_before = replica::Bf16WeightConversions();
+      conversions_before = model.backend().WeightCopiesMade();
     }
     auto t0 = replica::Clock::now();
     const auto bracket = model.backend().BeginStep();  // bf16: one copy of each weight per step
@@ -153,7 +152,7 @@ int RunBench(const BenchArgs& a) {
     return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
   };
   const double weight_conversions_per_step =
-      static_cast<double>(replica::Bf16WeightConversions() - conversions_before) /
+      static_cast<double>(model.backend().WeightCopiesMade() - conversions_before) /
       static_cast<double>(a.steps);
   const double step = median(times);
   const double fwd_bwd = median(fwd_bwd_times);

@@ -3,15 +3,10 @@
 #include <vector>
 
 #include "model/layer_tensors.h"
-#include "ops/lm_head_workspace.h"
 #include "ops/registry.h"
 #include "ops/rope_table.h"
 
 namespace replica {
-
-int64_t LmHeadChunkRows(const ModelConfig& m, int64_t rows) {
-  return LmHeadWorkspace::ChunkRows(rows, m.vocab_size);
-}
 
 StepShape TrainingStepShape(const ModelConfig& m, int64_t rows) {
   StepShape s;

@@ -11,10 +11,6 @@
 
 namespace replica {
 
-// Rows of the LM head's logits chunk of a model built for batches of up to `rows` rows (the
-// default-budget ops/lm_head_workspace.h LmHeadWorkspace the model holds).
-int64_t LmHeadChunkRows(const ModelConfig& m, int64_t rows);
-
 // The ops a training step of a model built for micro-batches of `rows` rows (batch · sequence)
 // runs: every layer's matmul weights as linear layers, the norms, RoPE and the LM head.
 StepShape TrainingStepShape(const ModelConfig& m, int64_t rows);

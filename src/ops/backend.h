@@ -70,6 +70,9 @@ class Backend {
   // [begin, begin + bytes) of weight memory was written by something other than this backend's
   // ops (a ZeRO-3 gather reusing a unit buffer): copies derived from it are stale.
   virtual void NoteWeightsWritten(const void* begin, size_t bytes) const = 0;
+  // How many weight copies the backend has made in this process (the bf16 backends' bf16 copies;
+  // `replica bench` reports them per step). 0 for a backend that keeps none.
+  virtual int64_t WeightCopiesMade() const { return 0; }
 
   // ---- Memory ------------------------------------------------------------------------------
 

@@ -71,8 +71,8 @@ void AdamWRule::Apply(const ShardSpan& span, const StepArgs& args, const Backend
   }
 }
 
-std::unique_ptr<const UpdateRule> MakeUpdateRule(const ParamLayout& layout,
-                                                 const AdamWConfig& config) {
+std::unique_ptr<const UpdateRule> MakeAdamWRule(const ParamLayout& layout,
+                                                const UpdateRuleConfig& config) {
   return std::make_unique<AdamWRule>(layout, config);
 }
 
@@ -82,7 +82,7 @@ void RequireAdamWConfig(const AdamWConfig& config) {
 }
 
 AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& config, const Backend& backend)
-    : AdamW(layout, MakeUpdateRule(layout, config), backend) {}
+    : AdamW(layout, std::make_unique<AdamWRule>(layout, config), backend) {}
 
 AdamW::AdamW(const ParamLayout& layout, std::unique_ptr<const UpdateRule> rule,
              const Backend& backend)

@@ -24,22 +24,12 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "optim/adamw_config.h"
 #include "optim/optimizer.h"
 #include "optim/update_rule.h"
 #include "tensor/flat_buffer.h"
 
 namespace replica {
-
-// The AdamW settings; the run config's `optim` section holds exactly these keys (plus the LR and
-// its schedule), under the same names.
-struct AdamWConfig {
-  std::vector<double> betas = {0.9, 0.95};  // [beta1, beta2]
-  double eps = 1e-8;
-  double weight_decay = 0.1;
-  double max_grad_norm = 1.0;  // <= 0 disables clipping
-  // Exact HF names of tensors without weight decay (OLMo-core Olmo 3: only the embedding).
-  std::vector<std::string> no_decay = {"model.embed_tokens.weight"};
-};
 
 constexpr size_t kNormBlock = 4096;
 
@@ -74,6 +64,10 @@ class AdamWRule final : public UpdateRule {
   AdamWConfig config_;
   std::vector<double> decay_;  // per view (DecayPerView)
 };
+
+// The factory of `optim.type: adamw` (update_rule.h).
+std::unique_ptr<const UpdateRule> MakeAdamWRule(const ParamLayout& layout,
+                                                const UpdateRuleConfig& config);
 
 // Error naming the key unless betas holds two values (the rest is range-checked by the run config).
 void RequireAdamWConfig(const AdamWConfig& config);

@@ -7,7 +7,9 @@
 #include "core/byte_size.h"
 #include "core/error.h"
 #include "core/human_count.h"
+#include "core/pairwise_tree.h"
 #include "core/plural.h"
+#include "checkpoint/sharded_format.h"
 #include "model/model_sizes.h"
 #include "model/olmo3.h"
 #include "model/param_store.h"
@@ -20,42 +22,7 @@ namespace {
 
 bool PowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
 
-// What the checkpoint path holds on the rank that writes most (docs/memory.md):
-//   zero1: rank 0 writes everything: the background writer's snapshot of params, m and v (12P,
-//          first-touched at the start of the run), with R > 1 the whole m and v gathered for it
-//          (8P); the manifest then hashes each file through a read-only mapping, so the largest
-//          file (optim.safetensors, 8P) is resident in the process at the end of a write.
-//   zero3: every rank writes its own range (the sharded checkpoint): a 12S snapshot and at most
-//          its 12S of files mapped for hashing.
-void CheckpointBytes(const std::string& sharding, uint64_t P, uint64_t S, int64_t world,
-                     MemoryPlan& mem) {
-  if (sharding == "zero3") {
-    mem.checkpoint_snapshot = 12 * S;
-    mem.checkpoint_file_map = 12 * S;
-    return;
-  }
-  mem.checkpoint_snapshot = 12 * P + (world > 1 ? 8 * P : 0);
-  mem.checkpoint_file_map = 8 * P;
-  mem.rank0_only = mem.checkpoint_snapshot + mem.checkpoint_file_map;
-}
-
 }  // namespace
-
-int64_t AccumulationStackDepth(int64_t count) {
-  // Replays TreeAccumulator's binary counter: leaves push, equal levels merge, the last folds.
-  std::vector<int> stack;
-  int64_t most = 0;
-  for (int64_t q = 0; q + 1 < count; ++q) {
-    int level = 0;
-    while (!stack.empty() && stack.back() == level) {
-      stack.pop_back();
-      ++level;
-    }
-    stack.push_back(level);
-    most = std::max<int64_t>(most, static_cast<int64_t>(stack.size()));
-  }
-  return most;
-}
 
 uint64_t RuntimeBytes(int64_t world) {
   return (world > 1 ? kRuntimeMpiMiB : kRuntimeMiB) << 20;
@@ -155,9 +122,12 @@ MemoryPlan PlanMemory(const RunConfig& c, const ModelFootprint& f, int64_t world
     mem.adam = 8 * (world > 1 ? S : P);
     mem.accumulation = c.train.grad_accumulation == "sequential"
                            ? 4 * P
-                           : 4 * P * static_cast<uint64_t>(AccumulationStackDepth(M_r));
+                           : 4 * P * static_cast<uint64_t>(PairwiseTreeSpareBuffers(M_r));
   }
-  CheckpointBytes(c.parallel.sharding, P, S, world, mem);
+  // Every rank writes the range it owns (the sharded checkpoint, any sharding): the background
+  // snapshot of its params, m and v, and its shard file, mapped while the manifest hashes it.
+  mem.checkpoint_snapshot = ShardStateBytes(S);
+  mem.checkpoint_file_map = ShardStateBytes(S);
   const StepScratch& scratch = f.step_scratch;
   mem.activations = 4 * f.arena_floats[static_cast<int>(policy)] + scratch.lm_head_workspace +
                     f.rope_table_bytes;
@@ -317,7 +287,6 @@ nlohmann::json RunPlan::ToJson() const {
       {"params", params},
       {"flops_per_token", flops_per_token},
       {"memory_per_rank_bytes", memory.total()},
-      {"memory_other_ranks_bytes", memory.total() - memory.rank0_only},
       {"steps", steps},
       {"tokens", tokens},
       {"lr_at", lr},
@@ -368,9 +337,6 @@ std::string RunPlan::ToText() const {
                    gib(memory.activations), gib(memory.weight_copies), gib(memory.gemm_scratch),
                    gib(memory.batch),
                    gib(memory.runtime));
-  if (memory.rank0_only > 0 && world > 1)
-    s += fmt::format("  other ranks     {:.2f} GiB (rank 0 alone writes checkpoints)\n",
-                     gib(memory.total() - memory.rank0_only));
   s += fmt::format("  by recompute    none {:.2f}, mlp {:.2f}, full {:.2f} GiB\n",
                    gib(total_by_recompute.at("none")), gib(total_by_recompute.at("mlp")),
                    gib(total_by_recompute.at("full")));

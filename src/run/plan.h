@@ -13,7 +13,7 @@
 //   grads              4P                    4P (per micro-batch)  4S   owned accumulator shard
 //   adam               8S (R=1: 8P)          8P                    8S
 //   accumulation       4P·⌊log2 M_r⌋         4P (running sum)      0    (tree: TreeAccumulator's
-//                                                                       spare buffers, exact depth)
+//                                                  spare buffers, PairwiseTreeSpareBuffers(M_r))
 //   unit_buffers       0                     0                     4U·((w+f)·[R>1] + w)
 //                                                  + 4·min(U,S)·[R>1] + 2·min(U,S)·(1+f)·[bf16]·[R>1]
 //                                        (w = 2 with a tied LM head, else 1: gathered weights —
@@ -21,10 +21,9 @@
 //                                         (parallel.prefetch), unit gradients, the fold's receive
 //                                         buffer of a rank's part of a unit; in bf16 the 1 + f staging buffers of the owned
 //                                         part of a unit's bf16 wire image, 2·min(U, S) bytes each)
-//   checkpoint_snapshot  zero1: rank 0's snapshot 12P (+8P gathered m, v when R > 1);
-//                        zero3: 12S on every rank (sharded checkpoint)
-//   checkpoint_file_map  the largest checkpoint file, mapped while the manifest hashes it:
-//                        zero1 8P (rank 0), zero3 12S
+//   checkpoint_snapshot  12S: every rank writes the range it owns (the sharded checkpoint,
+//                        any sharding; S = P at R = 1), snapshotted first (ShardStateBytes)
+//   checkpoint_file_map  12S: the rank's shard file, mapped while the manifest hashes it
 //   activations        4·Olmo3Model::ActivationArenaFloats(μ, T, policy) + the LM head's workspace
 //                      (LmHeadWorkspace::Bytes, as the precision's backend grows it) + the RoPE
 //                      tables (RopeTableBytes: one per distinct setting)
@@ -57,7 +56,6 @@ struct MemoryPlan {
   uint64_t params = 0, grads = 0, adam = 0, accumulation = 0, unit_buffers = 0,
            checkpoint_snapshot = 0, checkpoint_file_map = 0, activations = 0, weight_copies = 0,
            gemm_scratch = 0, batch = 0, runtime = 0;
-  uint64_t rank0_only = 0;  // of the total, what only rank 0 holds (it alone writes checkpoints)
   uint64_t total() const {
     return params + grads + adam + accumulation + unit_buffers + checkpoint_snapshot +
            checkpoint_file_map + activations + weight_copies + gemm_scratch + batch + runtime;
@@ -112,8 +110,6 @@ struct RunPlan {
 constexpr uint64_t kRuntimeMiB = 19, kRuntimeMpiMiB = 44;
 uint64_t RuntimeBytes(int64_t world);
 
-// Largest number of spare buffers TreeAccumulator holds for `count` leaves.
-int64_t AccumulationStackDepth(int64_t count);
 // Extra FLOPs per token the policy's recompute costs (docs/memory.md):
 //   mlp:  (L−1) · 6·D·I                          gate, up and down GEMMs again
 //   full: Σ_{l<L−1} [2·(D·(2·Hd + 2·KVd) + 3·D·I) + 4·Hd·vis_l/T]   each layer's forward again

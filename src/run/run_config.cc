@@ -122,6 +122,8 @@ const std::vector<Field>& Fields() {
        "values (incl. the current) recorded before the rule applies"},
       {"train.skip_step.sigma", Kind::kDouble, true, REF(train.skip_step.sigma),
        "standard deviations above the mean that trigger a skip"},
+      {"optim.type", Kind::kString, true, REF(optim.type),
+       "the update rule (optim/update_rule.h): adamw"},
       {"optim.lr", Kind::kDouble, true, REF(optim.lr), "peak learning rate"},
       {"optim.betas", Kind::kDoubleList, true, REF(optim.betas), "Adam [beta1, beta2]"},
       {"optim.eps", Kind::kDouble, true, REF(optim.eps), "Adam epsilon"},
@@ -160,7 +162,8 @@ const std::vector<Field>& Fields() {
       {"compute.device", Kind::kString, false, REF(compute.device),
        "which registered backend computes: cpu"},
       {"compute.precision", Kind::kString, false, REF(compute.precision),
-       "what every matmul is fed: fp32 | bf16 (bf16 inputs, fp32 accumulation)"},
+       "how the model computes: fp32 | bf16 (bf16 matmul inputs, fp32 accumulation) | bf16-fsdp "
+       "(every tensor rounded to bf16 where torch rounds it under OLMo-core's FSDP bf16)"},
       {"compute.isa", Kind::kString, false, REF(compute.isa),
        "cap on the CPU's instruction set: auto | avx2 | avx512 | amx"},
       {"parallel.sharding", Kind::kString, false, REF(parallel.sharding),
@@ -741,6 +744,8 @@ void Validate(RunConfig& c, const std::string& source,
   Require(c.data.dtype == "uint32" || c.model.vocab_size <= 65536,
           "{}config key 'data.dtype': uint16 cannot hold ids of a {}-row vocabulary",
           W("data.dtype"), c.model.vocab_size);
+  Require(IsUpdateRuleType(c.optim.type), "{}config key 'optim.type': unknown update rule '{}' "
+          "(known: {})", W("optim.type"), c.optim.type, fmt::join(UpdateRuleTypes(), ", "));
   Require(c.optim.betas.size() == 2 && c.optim.betas[0] >= 0 && c.optim.betas[0] < 1 &&
               c.optim.betas[1] >= 0 && c.optim.betas[1] < 1,
           "{}config key 'optim.betas': expected [beta1, beta2] with both in [0, 1)",

@@ -17,6 +17,7 @@
 
 #include "model/model_config.h"
 #include "optim/adamw.h"
+#include "optim/update_rule.h"
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
 
@@ -79,9 +80,10 @@ struct RunConfig {
     std::string recompute = "auto";
   } train;
 
-  // The AdamW keys (betas, eps, weight_decay, max_grad_norm, no_decay: optim/adamw.h), the peak
-  // LR and its schedule. An Optim is the AdamWConfig the optimizer is built from.
-  struct Optim : AdamWConfig {
+  // The update rule (type, and AdamW's keys: betas, eps, weight_decay, max_grad_norm, no_decay;
+  // optim/update_rule.h, optim/adamw_config.h), the peak LR and its schedule. An Optim is the
+  // UpdateRuleConfig the optimizer's rule is built from.
+  struct Optim : UpdateRuleConfig {
     double lr = 0;
     std::string schedule_type = "cosine";
     ScheduleConfig schedule;  // type resolved from schedule_type
@@ -107,7 +109,9 @@ struct RunConfig {
     // Which registered backend computes (ops/registry.h): cpu. Checked when the backend is
     // selected (an unknown device is refused naming the key and the registered devices).
     std::string device = "cpu";
-    std::string precision = "fp32";  // fp32 | bf16: what every matmul is fed
+    // fp32 | bf16 (bf16 matmul inputs, fp32 accumulation) | bf16-fsdp (every tensor rounded to
+    // bf16 where torch rounds it under OLMo-core's FSDP mixed precision): docs/precision.md.
+    std::string precision = "fp32";
     std::string isa = "auto";        // auto | avx2 | avx512 | amx: a cap on the CPU's ISA
   } compute;
 

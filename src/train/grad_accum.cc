@@ -1,5 +1,6 @@
 #include "train/grad_accum.h"
 
+#include "core/pairwise_tree.h"
 #include "core/profile.h"
 #include "core/error.h"
 
@@ -41,8 +42,8 @@ void AddInto(FlatBuffer& a, const FlatBuffer& b, const Backend& backend) {
 }
 
 TreeAccumulator::TreeAccumulator(size_t floats, int64_t count, const Backend& backend)
-    : floats_(floats), backend_(&backend), count_(count) {
-  Require(count >= 1, "gradient accumulation: need at least one micro-batch, got {}", count);
+    : floats_(floats), backend_(&backend) {
+  Reset(count);
 }
 
 void TreeAccumulator::Reset(int64_t count) {
@@ -50,18 +51,19 @@ void TreeAccumulator::Reset(int64_t count) {
   count_ = count;
   added_ = 0;
   stack_.clear();
+  // Exactly the spare buffers the tree of `count` leaves holds at once, allocated now.
+  const size_t need = static_cast<size_t>(PairwiseTreeSpareBuffers(count));
+  while (pool_.size() < need) pool_.push_back(backend_->AllocateFloats(floats_));
   free_.clear();
   for (size_t b = pool_.size(); b-- > 0;) free_.push_back(b);
 }
 
 size_t TreeAccumulator::TakeBuffer() {
-  if (!free_.empty()) {
-    size_t b = free_.back();
-    free_.pop_back();
-    return b;
-  }
-  pool_.push_back(backend_->AllocateFloats(floats_));
-  return pool_.size() - 1;
+  Require(!free_.empty(), "gradient accumulation: the tree of {} leaves needs more than its {} "
+          "spare buffers", count_, pool_.size());
+  const size_t b = free_.back();
+  free_.pop_back();
+  return b;
 }
 
 TreeAccumulator::Scalars TreeAccumulator::Add(FlatBuffer& g, Scalars s) {

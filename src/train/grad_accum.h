@@ -13,7 +13,7 @@
 // micro-batches locally and the ranks' partial sums are combined by the top d levels of the same
 // tree. Locally the tree is evaluated in MicroBatchOrder(M) (the evens-first permutation, i.e.
 // bit reversal for powers of two), in which it is a plain contiguous pairwise tree; TreeAccumulator
-// does that with at most ⌈log2 M⌉ spare gradient buffers.
+// does that with ⌊log2 M⌋ spare gradient buffers (core/pairwise_tree.h).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -41,8 +41,9 @@ class TreeAccumulator {
 
   // The sums, moves and zeroing run on `backend`, which must outlive the accumulator.
   TreeAccumulator(size_t floats, int64_t count, const Backend& backend);
-  // Starts a new sum of `count` leaves, keeping the spare buffers allocated so far (a training
-  // step then allocates nothing).
+  // Starts a new sum of `count` leaves. The spare buffers the tree needs
+  // (core/pairwise_tree.h PairwiseTreeSpareBuffers) are allocated here and in the constructor,
+  // kept across Resets, so a training step allocates nothing.
   void Reset(int64_t count);
 
   // Adds leaf number `added()` whose gradient is in `g`. When it is the last leaf, `g` and the

@@ -2,12 +2,14 @@
 // fixture README's update; the skip-step rule; the micro-batch reduction tree.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
 
 #include "core/error.h"
+#include "core/pairwise_tree.h"
 #include "ops/cpu/cpu_backend.h"
 #include "core/threads.h"
 #include "train/grad_accum.h"
@@ -206,6 +208,34 @@ TEST(GradAccum, ResetReusesBuffers) {
     if (round == 0) first = g.data()[3];
     EXPECT_EQ(g.data()[3], first);
     EXPECT_EQ(acc.buffers_allocated(), 2u);
+  }
+}
+
+// The accumulator allocates exactly the tree's spare buffers (what `replica plan` counts), and a
+// replay of the binary counter (leaves push, equal levels merge, the last folds) never holds more.
+TEST(GradAccum, SpareBuffersAreTheTreesDepth) {
+  for (int64_t m = 1; m <= 70; ++m) {
+    std::vector<int> stack;
+    int64_t most = 0;
+    for (int64_t q = 0; q + 1 < m; ++q) {
+      int level = 0;
+      while (!stack.empty() && stack.back() == level) {
+        stack.pop_back();
+        ++level;
+      }
+      stack.push_back(level);
+      most = std::max<int64_t>(most, static_cast<int64_t>(stack.size()));
+    }
+    EXPECT_EQ(PairwiseTreeSpareBuffers(m), most) << "m " << m;
+    TreeAccumulator acc(4, m, CpuBackend());
+    EXPECT_EQ(acc.buffers_allocated(), static_cast<size_t>(most)) << "m " << m;
+    FlatBuffer g(4);
+    for (int64_t q = 0; q < m; ++q) {
+      g.data()[0] = 1.0f;
+      acc.Add(g, {});
+    }
+    EXPECT_EQ(g.data()[0], static_cast<float>(m));
+    EXPECT_EQ(acc.buffers_allocated(), static_cast<size_t>(most)) << "m " << m;
   }
 }
 

@@ -71,8 +71,8 @@ struct Result {
 
 constexpr int64_t kMicroBatches = 8;
 constexpr int kSteps = 4;
-AdamWConfig Config() {
-  AdamWConfig c;
+UpdateRuleConfig Config() {
+  UpdateRuleConfig c;
   c.max_grad_norm = 0.5;  // clipping active
   return c;
 }

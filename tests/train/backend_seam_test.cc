@@ -436,7 +436,7 @@ std::pair<FlatBuffer, FlatBuffer> RunZero1(const Backend& backend, const ParamLa
       const float z = normal(rng);
       v0.data()[i] = z * z;  // a second moment is never negative
     }
-    AdamWConfig ac;
+    UpdateRuleConfig ac;
     ac.no_decay = {};
     parallel::ShardedOptimizer opt(layout, MakeUpdateRule(layout, ac),
                                    parallel::GatherPolicy::kAllGatherParams, comm, backend);

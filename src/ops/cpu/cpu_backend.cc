@@ -7,7 +7,6 @@
 #include "ops/cpu/adamw.h"
 #include "ops/cpu/attention.h"
 #include "ops/cpu/attention_decode.h"
-#include "ops/cpu/bf16_weights.h"
 #include "ops/cpu/cross_entropy.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cpu/linear.h"
@@ -25,20 +24,11 @@ void CpuFp32Backend::CopyFromHost(void* dst, const void* src, size_t bytes) cons
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
-namespace {
-struct Bf16WeightsBracket final : Backend::StepBracket {
-  Bf16WeightScope scope;
-};
-}  // namespace
-
 std::unique_ptr<Backend::StepBracket> CpuFp32Backend::BeginStep() const {
-  if (matmul_ == Precision::kBf16) return std::make_unique<Bf16WeightsBracket>();
-  return std::make_unique<StepBracket>();
+  return std::make_unique<StepBracket>();  // fp32 matmuls read the weights themselves
 }
 
-void CpuFp32Backend::NoteWeightsWritten(const void* begin, size_t bytes) const {
-  replica::NoteWeightsWritten(begin, bytes);
-}
+void CpuFp32Backend::NoteWeightsWritten(const void*, size_t) const {}
 
 void CpuFp32Backend::CopyToHost(void* dst, const void* src, size_t bytes) const {
   if (bytes) std::memcpy(dst, src, bytes);
@@ -207,8 +197,6 @@ void CpuFp32Backend::AdamWUpdate(float* p, const float* g, float* m, float* v, i
                                  const AdamWCoefficients& c) const {
   // Fixed-size chunks, each updated by one thread; the update is elementwise (ops/cpu/adamw.h),
   // so the split changes no bit.
-  // The weights change: every bf16 copy of a weight is stale (ops/cpu/bf16_weights.h).
-  NoteWeightsUpdated();
   constexpr int64_t kChunk = int64_t{1} << 14;
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i = 0; i < n; i += kChunk) {

@@ -18,6 +18,14 @@ class CpuBf16Backend : public CpuFp32Backend {
  public:
   CpuBf16Backend() : CpuFp32Backend(Precision::kBf16) {}
   const char* name() const override { return "cpu-bf16"; }
+  // The step bracket holds a Bf16WeightScope (ops/cpu/bf16_weights.h): each matmul weight is
+  // converted to bf16 once per optimizer step; NoteWeightsWritten marks copies stale.
+  std::unique_ptr<StepBracket> BeginStep() const override;
+  void NoteWeightsWritten(const void* begin, size_t bytes) const override;
+  int64_t WeightCopiesMade() const override;  // Bf16WeightConversions()
+  // The fp32 update; the weights change, so every bf16 copy of a weight is stale.
+  void AdamWUpdate(float* p, const float* g, float* m, float* v, int64_t n,
+                   const AdamWCoefficients& c) const override;
 };
 
 }  // namespace replica
