@@ -173,7 +173,7 @@ int RunBench(const BenchArgs& a) {
     fp32_peak = replica::MeasureGemmPeak(peak_options);
   }
   const replica::NominalPeak nominal =
-      replica::MeasureNominalPeak(compute.isa, compute.precision, replica::NumThreads());
+      replica::MeasureNominalPeak(replica::ActiveIsa(), compute.precision, replica::NumThreads());
   if (!nominal.clock.note.empty())
     REPLICA_LOG_WARN("core clock: {}", nominal.clock.Describe());
   const double tokens_per_s = static_cast<double>(N) / step;

@@ -1,6 +1,7 @@
 // --precision and --isa, the command-line form of a run config's `compute` section
 // (docs/precision.md), shared by the subcommands that run the model. Apply() checks both values
-// (exit 2 naming the flag), caps the ISA for the process and logs what is in use.
+// (exit 2 naming the flag), selects the backend, applies the ISA cap on its device (ops/device.h)
+// and logs what is in use.
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -8,7 +9,7 @@
 
 #include "core/log.h"
 #include "core/precision_spelling.h"
-#include "ops/cpu/compute.h"
+#include "ops/device.h"
 #include "ops/registry.h"
 
 namespace replica::cli {
@@ -30,8 +31,8 @@ struct ComputeFlags {
 
   ComputeSettings Apply() const {
     const std::string canonical = CanonicalPrecision(precision);
-    ComputeSettings s = ConfigureCompute(canonical.empty() ? precision : canonical, isa,
-                                         "--precision", "--isa");
+    const Precision p = ParsePrecision(canonical.empty() ? precision : canonical, "--precision");
+    ComputeSettings s = replica::SelectBackend(device, p).device().Configure(p, isa, "--isa");
     REPLICA_LOG_INFO("compute: {}", s.Describe());
     return s;
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/compute_flags.h"
 #include "cli/validators.h"
 #include "core/json_parse.h"
 #include "core/atomic_file.h"
@@ -39,6 +40,7 @@ struct GenerateArgs {
   std::string weights = "auto";
   bool ignore_eos = false, json = false, report_bound = false, tokenizer_given = false;
   int threads = 0;
+  ComputeFlags compute;
 };
 
 // Text <-> ids: a loaded tokenizer, or one id per byte ("bytes", for tiny test models).
@@ -109,7 +111,14 @@ int RunGenerate(const GenerateArgs& a) {
       std::fprintf(stderr, "generate: tokenizer %s (the model directory's)\n", tokenizer.c_str());
     }
   }
-  InferenceModel model(ModelWeights::Open(a.model), SelectBackend("cpu", Precision::kFp32));
+  const ComputeSettings compute = a.compute.Apply();
+  // bf16-fsdp rounds every op's output where torch's FSDP training step does; the decode step's
+  // matrix-vector products and cached attention have no such rounding, so a prefill and its
+  // steps would not be one model.
+  Require(compute.precision != Precision::kBf16Fsdp,
+          "generate: --precision bf16-fsdp is for training and evaluation; decoding runs fp32 or "
+          "bf16 (bf16 matmul inputs, fp32 accumulation)");
+  InferenceModel model(ModelWeights::Open(a.model), a.compute.SelectBackend(compute));
   const ModelConfig& c = model.config();
   const Codec codec(tokenizer);
   std::vector<std::vector<int32_t>> ids;
@@ -253,6 +262,7 @@ CommandRegistration reg(
       app.add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
           ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       app.add_flag("--json", a->json, "one object per prompt as JSON on stdout (no streamed text)");
+      a->compute.Add(app);
       return [a] { return RunGenerate(*a); };
     });
 

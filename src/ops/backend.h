@@ -27,6 +27,7 @@
 
 #include "ops/adamw_coefficients.h"
 #include "ops/attention_shape.h"
+#include "ops/device.h"
 #include "ops/lm_head_workspace.h"  // CrossEntropySums, LmHeadWorkspace
 #include "ops/precision.h"
 #include "ops/rope_table.h"
@@ -53,6 +54,9 @@ class Backend {
   virtual bool is_host() const = 0;
   // What the ops keep between calls for a training step of this shape (ops/step_scratch.h).
   virtual StepScratch StepScratchBytes(const StepShape&) const = 0;
+  // The machine the ops run on (ops/device.h): the compute.isa cap, the settings a run records,
+  // the MFU denominators.
+  virtual const Device& device() const = 0;
 
   // ---- The weights' step bracket -------------------------------------------------------------
 

@@ -88,6 +88,32 @@ std::optional<ContextParallelPlan> PlanContextParallel(const RunConfig& c,
   return p;
 }
 
+std::string ContextParallelRefusal(const RunConfig& c, int64_t world, int64_t ranks_on_host) {
+  const int64_t d = c.parallel.context_parallel_degree;
+  if (d <= 1) return "";
+  std::string source;
+  const uint64_t budget = MemoryBudget(c, std::nullopt, ranks_on_host, &source);
+  bool fits = false;
+  Recompute policy = Recompute::kFull;
+  if (c.train.recompute == "auto") {
+    policy = ResolveRecompute(c, world, budget, &fits);
+  } else {
+    policy = ParseRecompute(c.train.recompute, "config key 'train.recompute'");
+    fits = PlanMemory(c, world, policy).total() <= budget;
+  }
+  if (fits) return "";
+  const MemoryPlan need = PlanMemory(c, world, policy);
+  return fmt::format(
+      "config key 'parallel.context_parallel_degree' ({}): the source config splits each "
+      "{}-token sequence over {} ranks (context parallelism), which replica does not implement; "
+      "computing each sequence whole on one rank needs {} per rank (activations {}, recompute "
+      "{}) at {} rank(s), more than the budget of {} ({}). Give each rank that memory "
+      "(parallel.memory_per_rank), shorten data.seq_len, or train a smaller model; `replica "
+      "plan` shows what degree {} would need per rank",
+      d, c.data.seq_len, d, FormatBytes(need.total()), FormatBytes(need.activations),
+      RecomputeName(policy), world, FormatBytes(budget), source, d);
+}
+
 nlohmann::json ContextParallelPlan::ToJson() const {
   return {{"degree", degree},
           {"implemented", false},

@@ -37,4 +37,11 @@ struct ContextParallelPlan {
 std::optional<ContextParallelPlan> PlanContextParallel(const RunConfig& c,
                                                        std::optional<uint64_t> memory);
 
+// Why `replica train` refuses a run whose source splits each sequence over ranks
+// (parallel.context_parallel_degree > 1) when computing each sequence whole on one rank, as
+// replica does, does not fit the memory budget per rank (MemoryBudget over `ranks_on_host`) with
+// the cheapest recompute policy that fits, or with train.recompute as set: the planned bytes, the
+// budget and its source, and what would run. "" when the degree is 1 or the run fits.
+std::string ContextParallelRefusal(const RunConfig& c, int64_t world, int64_t ranks_on_host);
+
 }  // namespace replica

@@ -21,7 +21,6 @@
 #include "core/python_int.h"
 #include "core/threads.h"
 #include "model/recompute.h"
-#include "ops/cpu/isa.h"
 #include "ops/precision.h"
 
 namespace replica {
@@ -165,7 +164,8 @@ const std::vector<Field>& Fields() {
        "how the model computes: fp32 | bf16 (bf16 matmul inputs, fp32 accumulation) | bf16-fsdp "
        "(every tensor rounded to bf16 where torch rounds it under OLMo-core's FSDP bf16)"},
       {"compute.isa", Kind::kString, false, REF(compute.isa),
-       "cap on the CPU's instruction set: auto | avx2 | avx512 | amx"},
+       "cap on the CPU's instruction set: auto | avx2 | avx512 | amx (checked against the machine "
+       "when the run starts)"},
       {"parallel.sharding", Kind::kString, false, REF(parallel.sharding),
        "what ranks shard: zero1 (Adam m, v) | zero3 (parameters, gradients, Adam m, v)"},
       {"parallel.memory_per_rank", Kind::kString, false, REF(parallel.memory_per_rank),
@@ -782,7 +782,8 @@ void Validate(RunConfig& c, const std::string& source,
   if (const std::string p = CanonicalPrecision(c.compute.precision); !p.empty())
     c.compute.precision = p;  // f32, float32, bfloat16: one spelling in config.yaml and its hash
   ParsePrecision(c.compute.precision, W("compute.precision") + "config key 'compute.precision'");
-  ResolveIsa(c.compute.isa, W("compute.isa") + "config key 'compute.isa'");
+  Require(!c.compute.isa.empty(), "{}config key 'compute.isa': empty (auto, or a cap the device "
+          "names: the run checks it against its machine)", W("compute.isa"));
   Require(c.train.grad_accumulation == "tree" || c.train.grad_accumulation == "sequential",
           "{}config key 'train.grad_accumulation': expected tree or sequential, got '{}'",
           W("train.grad_accumulation"), c.train.grad_accumulation);

@@ -112,7 +112,8 @@ struct RunConfig {
     // fp32 | bf16 (bf16 matmul inputs, fp32 accumulation) | bf16-fsdp (every tensor rounded to
     // bf16 where torch rounds it under OLMo-core's FSDP mixed precision): docs/precision.md.
     std::string precision = "fp32";
-    std::string isa = "auto";        // auto | avx2 | avx512 | amx: a cap on the CPU's ISA
+    std::string isa = "auto";        // auto | avx2 | avx512 | amx: a cap on the CPU's ISA, checked
+                                     // by the backend's device when the run starts (ops/device.h)
   } compute;
 
   // How a multi-rank job shares the model (docs/distributed.md). Not a trajectory key.

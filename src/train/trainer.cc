@@ -23,9 +23,7 @@
 #include "core/threads.h"
 #include "data/loader.h"
 #include "hf/hf_weights.h"
-#include "ops/cpu/compute.h"
-#include "ops/cpu/gemm_peak.h"
-#include "ops/cpu/isa.h"
+#include "ops/device.h"
 #include "ops/host_copy.h"
 #include "ops/registry.h"
 #include "optim/optimizer.h"
@@ -34,6 +32,7 @@
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
 #include "run/metrics_writer.h"
+#include "run/context_parallel.h"
 #include "run/plan.h"
 #include "train/grad_reducer.h"
 #include "train/init.h"
@@ -211,6 +210,7 @@ class TrainingRun {
   // Resume, init.from_checkpoint or a fresh init (saying which); writes the run's config.
   void LoadOrInitState();
   Recompute ChooseRecompute();
+  int64_t RanksOnHost() const;
   bool done() const { return step_ >= cfg_.train.max_steps; }
   TrainSummary NothingToDo();
   // Metrics file, checkpoint writer, fault injection, the MFU denominator and the train step.
@@ -280,11 +280,14 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
       group_(options.checkpoint_group != nullptr ? *options.checkpoint_group : local_group_),
       skip_(options.config.train.skip_step) {
   SetNumThreads(static_cast<int>(cfg_.train.threads));
-  compute_ = ConfigureCompute(cfg_.compute.precision, cfg_.compute.isa,
-                              "config key 'compute.precision'", "config key 'compute.isa'");
-  backend_ = &SelectBackend(cfg_.compute.device, compute_.precision);
+  const Precision precision =
+      ParsePrecision(cfg_.compute.precision, "config key 'compute.precision'");
+  backend_ = &SelectBackend(cfg_.compute.device, precision);
+  compute_ = backend_->device().Configure(precision, cfg_.compute.isa, "config key 'compute.isa'");
   precision_name_ = PrecisionName(compute_.precision);
-  isa_name_ = IsaName(compute_.isa);
+  isa_name_ = compute_.isa;
+  if (const std::string no = ContextParallelRefusal(cfg_, opt_.world, RanksOnHost()); !no.empty())
+    Fail("{}", no);
   const std::shared_ptr<const data::InstanceDataset> dataset = OpenTrainingData(cfg_);
   loader_ = std::make_unique<data::DataLoader>(dataset, LoaderOptionsFor(opt_));
   Require(loader_->batches_per_epoch() > 0,
@@ -396,19 +399,18 @@ void TrainingRun::OpenOutputs() {
   peak_ = opt_.peak_flops;
   std::string peak_text = fmt::format("{:.1f} GFLOP/s (given)", peak_ / 1e9);
   if (peak_ <= 0) {
-    GemmPeakOptions peak_options;
-    peak_options.precision = compute_.precision;
-    const GemmPeak measured = MeasureGemmPeak(peak_options);
+    const PeakRate measured = backend_->device().MeasurePeak(compute_.precision, 1024);
     peak_ = measured.flops_per_s;
-    peak_text = measured.Describe();
+    peak_text = measured.text;
   }
   summary_.peak_flops = peak_;
-  // MFU nominal: against FLOP/cycle/core of the ISA x the measured core clock x threads
-  // (ops/cpu/gemm_peak.h NominalPeak), the figure `replica bench` reports beside MFU.
-  const NominalPeak nominal = MeasureNominalPeak(ActiveIsa(), compute_.precision, NumThreads());
+  // MFU nominal: against the device's FLOP/cycle/core x clock x threads (ops/device.h), the
+  // figure `replica bench` reports beside MFU.
+  const NominalRate nominal =
+      backend_->device().MeasureNominalPeak(compute_.precision, NumThreads());
   nominal_peak_ = nominal.flops_per_s;
   summary_.nominal_peak_flops = nominal_peak_;
-  summary_.core_clock = nominal.clock.Describe();
+  summary_.core_clock = nominal.clock_text;
   log_->Line(fmt::format("nominal peak {:.1f} GFLOP/s ({:g} FLOP/cycle/core x {:.2f} GHz x {}); "
                          "core clock {}",
                          nominal_peak_ / 1e9, nominal.flops_per_cycle_per_core,
@@ -447,15 +449,20 @@ void TrainingRun::OpenOutputs() {
   loop_start_ = Clock::now();
 }
 
+// The ranks sharing this machine's memory: mpirun's local size, else all (ranks as threads or
+// forked processes).
+int64_t TrainingRun::RanksOnHost() const {
+  if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    return std::max<int64_t>(1, std::atoll(local));
+  return opt_.world;
+}
+
 // train.recompute, with auto resolved against the memory budget per rank (run/plan.h).
 Recompute TrainingRun::ChooseRecompute() {
   if (cfg_.train.recompute != "auto")
     return ParseRecompute(cfg_.train.recompute, "config key 'train.recompute'");
-  int64_t ranks_on_host = opt_.world;
-  if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
-    ranks_on_host = std::max<int64_t>(1, std::atoll(local));
   std::string source;
-  const uint64_t budget = MemoryBudget(cfg_, std::nullopt, ranks_on_host, &source);
+  const uint64_t budget = MemoryBudget(cfg_, std::nullopt, RanksOnHost(), &source);
   bool fits = false;
   const Recompute policy = ResolveRecompute(cfg_, opt_.world, budget, &fits);
   log_->Line(fmt::format("recompute: {} (auto: planned {} per rank {} the budget of {}, {})",

@@ -74,8 +74,8 @@ struct TrainSummary {
   int64_t non_finite_steps = 0;
   double first_loss = 0, last_loss = 0;  // of this process's first and last step
   double wall_s = 0, mean_tokens_per_s = 0, mean_mfu = 0, peak_flops = 0;
-  // MFU against the nominal peak (FLOP/cycle/core x core clock x threads, ops/cpu/gemm_peak.h),
-  // and the clock it used with its source (ops/cpu/core_clock.h).
+  // MFU against the nominal peak (FLOP/cycle/core x core clock x threads, the backend's device:
+  // ops/device.h), and the clock it used with its source.
   double mean_mfu_nominal = 0, nominal_peak_flops = 0;
   std::string core_clock;
   std::string last_checkpoint;

@@ -5,7 +5,9 @@
 # JSONL; tokens/s is reported on stderr; a prompt longer than the context and a missing shard exit 2
 # naming the problem; a budget past the context stops there with a warning; bad --context, sampling
 # flags (before the weights are read) and --prompts that are no regular file or hold no prompt exit
-# 2 naming them; bytes >= 0x80 are ids 128..255; the model directory's tokenizer.json is used.   usage: generate.sh <replica-binary> <repo-root>
+# 2 naming them; bytes >= 0x80 are ids 128..255; the model directory's tokenizer.json is used;
+# --precision bf16 decodes on the bf16 backend (deterministic, logged), bf16-fsdp and an unknown
+# precision exit 2.   usage: generate.sh <replica-binary> <repo-root>
 set -u
 BIN=$1
 ROOT=$2
@@ -107,4 +109,14 @@ rm "$TMP/bf16/model-00002-of-00003.safetensors"
 expect_bad "missing shard" "model-00002-of-00003.safetensors" --model "$TMP/bf16" --prompt "abc"
 expect_bad "no prompt" "--prompt" --model "$DATA/tiny-mha"
 expect_bad "bad top-p" "top-p" --model "$DATA/tiny-mha" --prompt "a" --temperature 1 --top-p 0
+# bf16 decoding: the bf16 backend, deterministic; bf16-fsdp and unknown precisions refused.
+G --model "$DATA/tiny-yarn" --prompt "Hello" --max-new-tokens 20 --ignore-eos --json --precision bf16 \
+  >"$TMP/b16a" 2>"$TMP/err" || fail "bf16: exit $? ($(cat "$TMP/err"))"
+grep -q "precision bf16" "$TMP/err" || fail "bf16: compute settings not logged: $(cat "$TMP/err")"
+G --model "$DATA/tiny-yarn" --prompt "Hello" --max-new-tokens 20 --ignore-eos --json --precision bf16 \
+  >"$TMP/b16b" 2>/dev/null
+cmp -s "$TMP/b16a" "$TMP/b16b" || fail "bf16 decoding differs between runs"
+[ "$(jq '.completion_ids | length' "$TMP/b16a")" -eq 20 ] || fail "bf16: $(cat "$TMP/b16a")"
+expect_bad "bf16-fsdp" "bf16-fsdp" --model "$DATA/tiny-mha" --prompt "a" --precision bf16-fsdp
+expect_bad "unknown precision" "--precision" --model "$DATA/tiny-mha" --prompt "a" --precision fp8
 echo "generate.sh: all checks passed"

@@ -6,14 +6,13 @@
 #    layout, model/layer_tensors.h), nor does the plan (run/plan.*: sizes come from the model's
 #    functions that allocate them);
 #  - run never includes the ops table, the registry or an op: only the config-value headers
-#    ops/precision.h, ops/rope_params.h and ops/cpu/isa.h (what compute.* and RoPE keys parse to);
+#    ops/precision.h and ops/rope_params.h (what compute.precision and RoPE keys parse to);
 #  - nothing outside src/ops includes a CPU backend header (ops/cpu/cpu_*backend.h), and no folder
 #    but ops names a backend class (backends are chosen by SelectBackend, ops/registry.h);
 #  - ops/backend.h includes no implementation header (nothing under ops/<impl>/);
-#  - below cli, an ops implementation header is included only for the CPU's machine description:
-#    by the trainer (compute.h: the ISA cap and the settings it logs; gemm_peak.h and isa.h: the
-#    MFU denominator) and by the run config (isa.h: what compute.isa parses to); the weights' step
-#    bracket and its invalidation go through the Backend.
+#  - below cli, no folder includes an ops implementation header: the machine (the ISA cap, the
+#    settings a run records, the MFU denominators) is the backend's Device (ops/device.h), and the
+#    weights' step bracket and its invalidation go through the Backend.
 # Usage: layering.sh REPLICA_BINARY SOURCE_DIR (the binary is unused).
 set -euo pipefail
 src="${2:?source dir}/src"
@@ -43,14 +42,12 @@ never() {  # never <what> <grep -E pattern> <paths...>: any match is a violation
 }
 never "model includes train or an ops implementation" '^#include "(train|parallel|eval|cli)/|^#include "ops/[a-z0-9_]+/' "$src/model"
 never "parallel or the plan spells a tensor name" '"[^"]*(_proj\.weight|model\.layers|embed_tokens|lm_head|layernorm|norm\.weight)[^"]*"' "$src/parallel" "$src"/run/plan.*
-run_ops=$(grep -rnoE '^#include "ops/[^"]+"' "$src/run" | grep -vE '"ops/(precision|rope_params|cpu/isa)\.h"' || true)
+run_ops=$(grep -rnoE '^#include "ops/[^"]+"' "$src/run" | grep -vE '"ops/(precision|rope_params)\.h"' || true)
 [ -z "$run_ops" ] || { echo "layering: run includes ops beyond config values:"; echo "$run_ops" | sed "s#$src/##"; bad=1; }
 never "a backend chosen by type outside ops" 'cpu_[a-z0-9_]*backend\.h|Cpu[A-Za-z0-9]*Backend|dynamic_cast<const [A-Za-z]*Backend' \
   $(find "$src" -mindepth 1 -maxdepth 1 -type d ! -name ops)
-impl=$(grep -rnoE '^#include "ops/[a-z0-9_]+/[^"]+"' $(find "$src" -mindepth 1 -maxdepth 1 -type d ! -name ops ! -name cli) |
-  grep -vE '^[^:]*/train/trainer\.cc:[0-9]+:#include "ops/cpu/(compute|gemm_peak|isa)\.h"$' |
-  grep -vE '^[^:]*/run/run_config\.cc:[0-9]+:#include "ops/cpu/isa\.h"$' || true)
+impl=$(grep -rnoE '^#include "ops/[a-z0-9_]+/[^"]+"' $(find "$src" -mindepth 1 -maxdepth 1 -type d ! -name ops ! -name cli) || true)
 [ -z "$impl" ] || { echo "layering: an ops implementation header included below cli:"; echo "$impl" | sed "s#$src/##"; bad=1; }
-never "ops/backend.h includes an implementation" '^#include "ops/[a-z0-9_]+/' "$src/ops/backend.h" "$src/ops/registry.h"
+never "ops/backend.h includes an implementation" '^#include "ops/[a-z0-9_]+/' "$src/ops/backend.h" "$src/ops/registry.h" "$src/ops/device.h"
 [ "$bad" -eq 0 ] && echo "layering: ok (${#order[@]} layers, never-rules hold)"
 exit "$bad"

@@ -3,7 +3,8 @@
 # `replica train` runs a tiny long-context config.json written by OLMo-core's own code
 # (tests/data/reference/long_context): packed instances with their document lengths (attention
 # within each document), YaRN on the full-attention layers, the shuffled source files, context
-# parallelism planned, float8 refused unless --allow-unsupported. The packed run's losses differ
+# parallelism planned (and refused where a whole sequence does not fit the memory budget per
+# rank), float8 refused unless --allow-unsupported. The packed run's losses differ
 # from the same run without document lengths, and `replica data batch` shows its instances.
 #   usage: long_context_train.sh <replica-binary> <repo-root>
 set -u
@@ -29,6 +30,14 @@ check "without --allow-unsupported only float8 is refused (rc $rc: $(head -c 400
 "$BIN" import-config "$FIX/config.json" --allow-unsupported "${map[@]}" --out "$tmp/lc.yaml" 2> /dev/null
 check "the import maps packing, document lengths, YaRN, the file shuffle and the context-parallel degree" \
   'grep -q "packing: obfd" "$tmp/lc.yaml" && grep -q "generate_doc_lengths: true" "$tmp/lc.yaml" && grep -q "source_permutation_seed: \"123\"" "$tmp/lc.yaml" && grep -q "context_parallel_degree: 2" "$tmp/lc.yaml" && grep -q "rope_type: yarn" "$tmp/lc.yaml"'
+
+# The source splits each sequence over 2 ranks; replica computes it whole on one rank, and where
+# that does not fit the memory budget per rank, train refuses naming the key, the planned bytes
+# and the budget, before it writes anything.
+"$BIN" train "$FIX/config.json" --allow-unsupported --run-dir "$tmp/cp" "${map[@]}" \
+  --set train.max_steps=2 --set parallel.memory_per_rank=1MiB --quiet > /dev/null 2> "$tmp/err"; rc=$?
+check "a whole sequence over the budget is refused as context parallelism (rc $rc: $(head -c 600 "$tmp/err"))" \
+  '[ $rc -eq 2 ] && grep -q "parallel.context_parallel_degree" "$tmp/err" && grep -q "context parallelism" "$tmp/err" && grep -q "budget of 1.0 MiB" "$tmp/err" && [ ! -e "$tmp/cp" ]'
 
 run() {  # run <dir> [--set ...]: 4 steps of the stage with --allow-unsupported
   local dir=$1; shift

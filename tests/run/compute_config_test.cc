@@ -1,11 +1,14 @@
 // The `compute` section of a run config: defaults (fp32, auto), the 7B presets in bf16 as the
-// reference trains, --set overrides, refusal of an unknown precision or an ISA this CPU lacks by
-// key name, and that neither key is part of the trajectory (a run may switch them on resume).
+// reference trains, --set overrides, refusal of an unknown precision by key name at load, of an
+// unknown ISA or one this CPU lacks by the backend's device when the run starts (a config written
+// for another machine still loads and plans), and that neither key is part of the trajectory (a
+// run may switch them on resume).
 #include <gtest/gtest.h>
 
 #include "testing/util.h"
 #include "core/error.h"
 #include "ops/cpu/isa.h"
+#include "ops/registry.h"
 #include "run/run_config.h"
 
 namespace replica {
@@ -44,15 +47,26 @@ TEST(ComputeConfig, BadValuesNameTheKey) {
   });
   EXPECT_NE(e.find("compute.precision"), std::string::npos) << e;
   EXPECT_NE(e.find("fp16"), std::string::npos) << e;
-  e = ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"compute.isa=sse9"}); });
-  EXPECT_NE(e.find("compute.isa"), std::string::npos) << e;
   e = ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"compute.dtype=bf16"}); });
   EXPECT_NE(e.find("compute.dtype"), std::string::npos) << e;
+}
+
+TEST(ComputeConfig, TheDeviceChecksTheIsaWhenTheRunStarts) {
+  // Any ISA name loads: the config may be planned here and run elsewhere.
+  EXPECT_EQ(RunConfig::FromYaml(kTiny, "/b", {"compute.isa=amx"}).compute.isa, "amx");
+  const RunConfig c = RunConfig::FromYaml(kTiny, "/b", {"compute.isa=sse9"});
+  const Device& cpu = SelectBackend(c.compute.device, Precision::kFp32).device();
+  EXPECT_STREQ(cpu.name(), "cpu");
+  std::string e = ErrorOf([&] { cpu.Configure(Precision::kFp32, c.compute.isa, "config key 'compute.isa'"); });
+  EXPECT_NE(e.find("config key 'compute.isa'"), std::string::npos) << e;
+  EXPECT_NE(e.find("sse9"), std::string::npos) << e;
   if (DetectCpu().Best() < Isa::kAmx) {
-    e = ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"compute.isa=amx"}); });
+    e = ErrorOf([&] { cpu.Configure(Precision::kBf16, "amx", "config key 'compute.isa'"); });
     EXPECT_NE(e.find("compute.isa"), std::string::npos) << e;
     EXPECT_NE(e.find("not available"), std::string::npos) << e;
   }
+  e = ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"compute.isa="}); });
+  EXPECT_NE(e.find("compute.isa"), std::string::npos) << e;
 }
 
 }  // namespace

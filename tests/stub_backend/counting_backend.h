@@ -16,6 +16,7 @@ class CountingBackend final : public Backend {
   const char* name() const override { return "counting"; }
   Precision matmul_precision() const override { return Precision::kFp32; }
   bool is_host() const override { return true; }
+  const Device& device() const override { return Cpu().device(); }  // runs on the CPU
   Buffer Allocate(DType dtype, size_t elements) const override {
     allocated_bytes_ += static_cast<int64_t>(elements * DTypeSize(dtype));
     return Cpu().Allocate(dtype, elements);

@@ -210,6 +210,7 @@ void SealedBackend::CopyToHost(void* dst, const void* src, size_t bytes) const {
 StepScratch SealedBackend::StepScratchBytes(const StepShape& s) const {
   return Cpu().StepScratchBytes(s);
 }
+const Device& SealedBackend::device() const { return Cpu().device(); }
 
 std::unique_ptr<Backend::StepBracket> SealedBackend::BeginStep() const {
   return Cpu().BeginStep();

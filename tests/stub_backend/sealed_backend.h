@@ -22,6 +22,7 @@ class SealedBackend final : public Backend {
   const char* name() const override { return "sealed"; }
   Precision matmul_precision() const override { return Precision::kFp32; }
   bool is_host() const override { return false; }
+  const Device& device() const override;  // the CPU's: its ops run there
   Buffer Allocate(DType dtype, size_t elements) const override;
   void CopyFromHost(void* dst, const void* src, size_t bytes) const override;
   void CopyToHost(void* dst, const void* src, size_t bytes) const override;

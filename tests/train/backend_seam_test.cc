@@ -48,6 +48,7 @@ class RecordingBackend final : public Backend {
   const char* name() const override { return "recording"; }
   Precision matmul_precision() const override { return inner_.matmul_precision(); }
   bool is_host() const override { return host_ && inner_.is_host(); }
+  const Device& device() const override { return inner_.device(); }
   Buffer Allocate(DType dtype, size_t elements) const override {
     {
       std::lock_guard<std::mutex> lock(mu_);

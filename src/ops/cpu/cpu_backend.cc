@@ -7,6 +7,7 @@
 #include "ops/cpu/adamw.h"
 #include "ops/cpu/attention.h"
 #include "ops/cpu/attention_decode.h"
+#include "ops/cpu/cpu_device.h"
 #include "ops/cpu/cross_entropy.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cpu/linear.h"
@@ -17,6 +18,8 @@
 #include "ops/cpu/swiglu.h"
 
 namespace replica {
+
+const Device& CpuFp32Backend::device() const { return CpuDevice(); }
 
 // ---- Memory and tables ---------------------------------------------------------------------------
 
@@ -134,13 +137,13 @@ void CpuFp32Backend::EmbeddingForwardStored(const StoredMatrix& table, const int
 }
 
 void CpuFp32Backend::MatVec(const StoredMatrix& W, const float* x, float* y) const {
-  replica::MatVec(W.dtype, W.data, x, W.rows, W.cols, y);
+  replica::MatVec(W.dtype, W.data, x, W.rows, W.cols, y, matmul_);
 }
 
 void CpuFp32Backend::AttentionDecode(const DecodeAttentionShape& s, const float* q,
                                      const float* k_cache, const float* v_cache, float* out,
                                      float* scores) const {
-  replica::AttentionDecode(s, q, k_cache, v_cache, out, scores);
+  replica::AttentionDecode(s, q, k_cache, v_cache, out, scores, matmul_);
 }
 
 // ---- Buffer math --------------------------------------------------------------------------------

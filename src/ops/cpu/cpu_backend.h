@@ -22,6 +22,7 @@ class CpuFp32Backend : public Backend {
   CpuFp32Backend() = default;
   const char* name() const override { return "cpu-fp32"; }
   Precision matmul_precision() const override { return matmul_; }
+  const Device& device() const override;  // CpuDevice()
   bool is_host() const override { return true; }
   StepScratch StepScratchBytes(const StepShape& s) const override;  // step_scratch.cc
   // With bf16 matmuls the bracket is a Bf16WeightScope (bf16_weights.h); with fp32 it keeps

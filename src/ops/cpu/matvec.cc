@@ -6,9 +6,11 @@
 #include <hwy/highway.h>
 
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "ops/cpu/bf16_round.h"
 #include "ops/cpu/matvec.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -66,6 +68,20 @@ void MatVecF32(const float* W, const float* x, int64_t rows, int64_t cols, float
 void MatVecBf16(const uint16_t* W, const float* x, int64_t rows, int64_t cols, float* y) {
   MatVecT(W, x, rows, cols, y);
 }
+// F32 weights rounded to bf16 row by row into a per-thread row buffer, then the F32 row sums.
+void MatVecF32RoundedWeights(const float* W, const float* x, int64_t rows, int64_t cols,
+                             float* y) {
+#pragma omp parallel if (rows * cols >= (int64_t{1} << 16))
+  {
+    std::vector<float> row(static_cast<size_t>(cols));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* w = W + r * cols;
+      for (int64_t k = 0; k < cols; ++k) row[k] = RoundToBf16(w[k]);
+      y[r] = Row(row.data(), x, cols);
+    }
+  }
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace replica
@@ -75,8 +91,22 @@ HWY_AFTER_NAMESPACE();
 namespace replica {
 HWY_EXPORT(MatVecF32);
 HWY_EXPORT(MatVecBf16);
+HWY_EXPORT(MatVecF32RoundedWeights);
 
-void MatVec(DType dtype, const void* W, const float* x, int64_t rows, int64_t cols, float* y) {
+void MatVec(DType dtype, const void* W, const float* x, int64_t rows, int64_t cols, float* y,
+            Precision precision) {
+  if (precision == Precision::kBf16) {
+    Require(dtype == DType::kF32 || dtype == DType::kBF16,
+            "MatVec: weights stored as {} are not supported (F32 or BF16)", DTypeName(dtype));
+    std::vector<float> xr(static_cast<size_t>(cols));
+    RoundToBf16(x, xr.data(), cols);
+    if (dtype == DType::kF32) {
+      return HWY_DYNAMIC_DISPATCH(MatVecF32RoundedWeights)(static_cast<const float*>(W),
+                                                           xr.data(), rows, cols, y);
+    }
+    return HWY_DYNAMIC_DISPATCH(MatVecBf16)(static_cast<const uint16_t*>(W), xr.data(), rows,
+                                            cols, y);
+  }
   switch (dtype) {
     case DType::kF32:
       return HWY_DYNAMIC_DISPATCH(MatVecF32)(static_cast<const float*>(W), x, rows, cols, y);
@@ -88,16 +118,17 @@ void MatVec(DType dtype, const void* W, const float* x, int64_t rows, int64_t co
 }
 
 void MatVecReference(DType dtype, const void* W, const float* x, int64_t rows, int64_t cols,
-                     float* y) {
+                     float* y, Precision precision) {
   Require(dtype == DType::kF32 || dtype == DType::kBF16,
           "MatVecReference: weights stored as {} are not supported (F32 or BF16)", DTypeName(dtype));
+  const bool bf16 = precision == Precision::kBf16;
   for (int64_t r = 0; r < rows; ++r) {
     float part[kMatVecLanes] = {};
     for (int64_t k = 0; k < cols; ++k) {
-      const float w = dtype == DType::kF32
-                          ? static_cast<const float*>(W)[r * cols + k]
-                          : Bf16ToF32(static_cast<const uint16_t*>(W)[r * cols + k]);
-      part[k % kMatVecLanes] += w * x[k];
+      float w = dtype == DType::kF32 ? static_cast<const float*>(W)[r * cols + k]
+                                     : Bf16ToF32(static_cast<const uint16_t*>(W)[r * cols + k]);
+      if (bf16) w = RoundToBf16(w);
+      part[k % kMatVecLanes] += w * (bf16 ? RoundToBf16(x[k]) : x[k]);
     }
     float s = 0;
     for (int64_t j = 0; j < kMatVecLanes; ++j) s += part[j];
