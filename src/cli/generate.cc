@@ -111,13 +111,15 @@ int RunGenerate(const GenerateArgs& a) {
       std::fprintf(stderr, "generate: tokenizer %s (the model directory's)\n", tokenizer.c_str());
     }
   }
-  const ComputeSettings compute = a.compute.Apply();
   // bf16-fsdp rounds every op's output where torch's FSDP training step does; the decode step's
   // matrix-vector products and cached attention have no such rounding, so a prefill and its
   // steps would not be one model.
-  Require(compute.precision != Precision::kBf16Fsdp,
+  const std::string spelled = CanonicalPrecision(a.compute.precision);
+  Require(ParsePrecision(spelled.empty() ? a.compute.precision : spelled, "--precision") !=
+              Precision::kBf16Fsdp,
           "generate: --precision bf16-fsdp is for training and evaluation; decoding runs fp32 or "
           "bf16 (bf16 matmul inputs, fp32 accumulation)");
+  const ComputeSettings compute = a.compute.Apply();
   InferenceModel model(ModelWeights::Open(a.model), a.compute.SelectBackend(compute));
   const ModelConfig& c = model.config();
   const Codec codec(tokenizer);

@@ -5,7 +5,8 @@
 #    autocast bf16 on the same inputs (the figures the fixture READMEs and docs/BENCHMARKS.md give),
 #    and fp32 parity unchanged (KL max <= 1e-8, top-1 100%), on the trained long-context model too;
 #  - bad input exits 2 naming the flag or key: --precision fp16, an --isa the CPU lacks, a config
-#    with compute.precision fp16, a compute.device that is not registered (with the list of those
+#    with compute.precision fp16, a compute.isa that is unknown or this CPU lacks (checked when
+#    the run starts; plan reads it), a compute.device that is not registered (with the list of those
 #    that are); nothing is written;
 #  - `replica bench --precision bf16` reports the mode, MFU against the bf16 GEMM and the nominal peak;
 #  - bf16 training is bit-identical on 1 and 2 ranks (mpirun) and across thread counts;
@@ -142,6 +143,16 @@ expect_exit2 "train compute.precision fp16" "compute.precision" "$BIN" train "$t
 expect_exit2 "train compute.device gpu" "config key 'compute.device': unknown device 'gpu'; registered devices: cpu" \
   "$BIN" train "$tmp/tiny.yaml" --run-dir "$tmp/bad-device" --set compute.device=gpu
 [ -e "$tmp/bad-device" ] && FAIL "compute.device gpu: the run directory was created"
+# compute.isa is the device's to check when the run starts: the config loads and plans, train
+# refuses an unknown cap (and one this CPU lacks) before it writes anything.
+"$BIN" plan "$tmp/tiny.yaml" --set compute.isa=amx > /dev/null 2>&1 || FAIL "plan of a config with compute.isa amx: exit $?"
+expect_exit2 "train compute.isa sse9" "config key 'compute.isa'" "$BIN" train "$tmp/tiny.yaml" \
+  --run-dir "$tmp/bad-isa" --set compute.isa=sse9
+if ! grep -q amx_bf16 /proc/cpuinfo; then
+  expect_exit2 "train compute.isa amx without AMX" "not available" "$BIN" train "$tmp/tiny.yaml" \
+    --run-dir "$tmp/bad-isa" --set compute.isa=amx
+fi
+[ -e "$tmp/bad-isa" ] && FAIL "compute.isa: the run directory was created"
 [ -e "$tmp/bad" ] && FAIL "a refused config left a run directory"
 
 train 1 "$tmp/F32" || FAIL "fp32 run exit $?: $(tail -5 "$tmp/F32.log")"
