@@ -29,9 +29,14 @@ struct ComputeFlags {
         ->capture_default_str();
   }
 
-  ComputeSettings Apply() const {
+  // --precision in any accepted spelling (exit 2 naming the flag otherwise).
+  Precision ParsedPrecision() const {
     const std::string canonical = CanonicalPrecision(precision);
-    const Precision p = ParsePrecision(canonical.empty() ? precision : canonical, "--precision");
+    return ParsePrecision(canonical.empty() ? precision : canonical, "--precision");
+  }
+
+  ComputeSettings Apply() const {
+    const Precision p = ParsedPrecision();
     ComputeSettings s = replica::SelectBackend(device, p).device().Configure(p, isa, "--isa");
     REPLICA_LOG_INFO("compute: {}", s.Describe());
     return s;

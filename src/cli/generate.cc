@@ -114,9 +114,7 @@ int RunGenerate(const GenerateArgs& a) {
   // bf16-fsdp rounds every op's output where torch's FSDP training step does; the decode step's
   // matrix-vector products and cached attention have no such rounding, so a prefill and its
   // steps would not be one model.
-  const std::string spelled = CanonicalPrecision(a.compute.precision);
-  Require(ParsePrecision(spelled.empty() ? a.compute.precision : spelled, "--precision") !=
-              Precision::kBf16Fsdp,
+  Require(a.compute.ParsedPrecision() != Precision::kBf16Fsdp,
           "generate: --precision bf16-fsdp is for training and evaluation; decoding runs fp32 or "
           "bf16 (bf16 matmul inputs, fp32 accumulation)");
   const ComputeSettings compute = a.compute.Apply();

@@ -93,16 +93,16 @@ std::string ContextParallelRefusal(const RunConfig& c, int64_t world, int64_t ra
   if (d <= 1) return "";
   std::string source;
   const uint64_t budget = MemoryBudget(c, std::nullopt, ranks_on_host, &source);
-  bool fits = false;
   Recompute policy = Recompute::kFull;
   if (c.train.recompute == "auto") {
+    bool fits = false;
     policy = ResolveRecompute(c, world, budget, &fits);
+    if (fits) return "";
   } else {
     policy = ParseRecompute(c.train.recompute, "config key 'train.recompute'");
-    fits = PlanMemory(c, world, policy).total() <= budget;
   }
-  if (fits) return "";
   const MemoryPlan need = PlanMemory(c, world, policy);
+  if (need.total() <= budget) return "";
   return fmt::format(
       "config key 'parallel.context_parallel_degree' ({}): the source config splits each "
       "{}-token sequence over {} ranks (context parallelism), which replica does not implement; "

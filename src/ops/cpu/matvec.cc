@@ -95,22 +95,21 @@ HWY_EXPORT(MatVecF32RoundedWeights);
 
 void MatVec(DType dtype, const void* W, const float* x, int64_t rows, int64_t cols, float* y,
             Precision precision) {
-  if (precision == Precision::kBf16) {
-    Require(dtype == DType::kF32 || dtype == DType::kBF16,
-            "MatVec: weights stored as {} are not supported (F32 or BF16)", DTypeName(dtype));
-    std::vector<float> xr(static_cast<size_t>(cols));
+  const bool bf16 = precision == Precision::kBf16;
+  std::vector<float> xr;  // x rounded to bf16 (kBf16)
+  if (bf16) {
+    xr.resize(static_cast<size_t>(cols));
     RoundToBf16(x, xr.data(), cols);
-    if (dtype == DType::kF32) {
-      return HWY_DYNAMIC_DISPATCH(MatVecF32RoundedWeights)(static_cast<const float*>(W),
-                                                           xr.data(), rows, cols, y);
-    }
-    return HWY_DYNAMIC_DISPATCH(MatVecBf16)(static_cast<const uint16_t*>(W), xr.data(), rows,
-                                            cols, y);
+    x = xr.data();
   }
   switch (dtype) {
     case DType::kF32:
+      if (bf16) {
+        return HWY_DYNAMIC_DISPATCH(MatVecF32RoundedWeights)(static_cast<const float*>(W), x, rows,
+                                                             cols, y);
+      }
       return HWY_DYNAMIC_DISPATCH(MatVecF32)(static_cast<const float*>(W), x, rows, cols, y);
-    case DType::kBF16:
+    case DType::kBF16:  // already bf16 values
       return HWY_DYNAMIC_DISPATCH(MatVecBf16)(static_cast<const uint16_t*>(W), x, rows, cols, y);
     default:
       Fail("MatVec: weights stored as {} are not supported (F32 or BF16)", DTypeName(dtype));
