@@ -18,6 +18,7 @@ struct ComputeFlags {
   std::string device = "cpu";  // the registered backend (ops/registry.h); no flag: only cpu today
   std::string precision = "fp32";
   std::string isa = "auto";
+  std::string torch_cpu = "auto";
 
   void Add(CLI::App& app) {
     app.add_option("--precision", precision,
@@ -26,6 +27,10 @@ struct ComputeFlags {
                    "float32 and bfloat16 are accepted too")
         ->capture_default_str();
     app.add_option("--isa", isa, "cap on the CPU's instruction set: auto | avx2 | avx512 | amx")
+        ->capture_default_str();
+    app.add_option("--torch-cpu", torch_cpu,
+                   "bf16-fsdp: the CPU kind whose torch kernels it follows: auto (this "
+                   "machine's) | avx2 | avx512 (the kind the reference was made on)")
         ->capture_default_str();
   }
 
@@ -37,7 +42,13 @@ struct ComputeFlags {
 
   ComputeSettings Apply() const {
     const Precision p = ParsedPrecision();
-    ComputeSettings s = replica::SelectBackend(device, p).device().Configure(p, isa, "--isa");
+    ComputeRequest request;
+    request.precision = p;
+    request.isa = isa;
+    request.isa_what = "--isa";
+    request.torch_cpu = torch_cpu;
+    request.torch_cpu_what = "--torch-cpu";
+    ComputeSettings s = replica::SelectBackend(device, p).device().Configure(request);
     REPLICA_LOG_INFO("compute: {}", s.Describe());
     return s;
   }

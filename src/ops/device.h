@@ -26,6 +26,16 @@ struct ComputeSettings {
   std::string Describe() const { return description; }
 };
 
+// What a run asks of the device: the precision, compute.isa, and for bf16-fsdp the CPU kind whose
+// torch kernels it follows (compute.torch_cpu), each with the name an error gives it.
+struct ComputeRequest {
+  Precision precision = Precision::kFp32;
+  std::string isa = "auto";
+  std::string isa_what = "compute.isa";
+  std::string torch_cpu = "auto";
+  std::string torch_cpu_what = "compute.torch_cpu";
+};
+
 // The measured MFU denominator: the rate of the matmul the mode uses, on this machine.
 struct PeakRate {
   double flops_per_s = 0;
@@ -46,11 +56,19 @@ class Device {
   virtual ~Device() = default;
   virtual const char* name() const = 0;  // "cpu"
 
-  // Checks `cap` (compute.isa: "auto" or a name this device knows) against this machine, an
-  // Error naming `what` otherwise; applies it to the process and returns the settings in use.
-  // The first call fixes the cap; a later call with another value is an Error.
-  virtual ComputeSettings Configure(Precision precision, const std::string& cap,
-                                    const std::string& what) const = 0;
+  // Checks the request's cap (compute.isa: "auto" or a name this device knows) against this
+  // machine and its torch_cpu against what the device knows, an Error naming the setting
+  // otherwise; applies them to the process and returns the settings in use. The first call
+  // fixes the cap; a later call with another value is an Error.
+  virtual ComputeSettings Configure(const ComputeRequest& request) const = 0;
+  ComputeSettings Configure(Precision precision, const std::string& cap,
+                            const std::string& what) const {
+    ComputeRequest request;
+    request.precision = precision;
+    request.isa = cap;
+    request.isa_what = what;
+    return Configure(request);
+  }
   // The fastest rate of the mode's matmul on an n × n × n problem with the threads in use
   // (cached per machine where the device keeps a cache).
   virtual PeakRate MeasurePeak(Precision precision, int64_t n) const = 0;

@@ -404,6 +404,8 @@ void Importer::DecideTrain(Decided& d) {
   add("train.micro_batch_instances", std::to_string(micro), micro_from);
   add("train.grad_accumulation", "sequential",
       "OLMo-core adds each micro-batch's gradient into the accumulated one in order");
+  add("train.micro_batch_layout", "contiguous",
+      "OLMo-core splits a rank's batch into micro-batches of consecutive instances");
   add("train.z_loss_multiplier", Num(r_.z_loss.value), r_.z_loss.path);
   add("train.skip_step.enabled", r_.skip_step ? "true" : "false",
       r_.skip_step ? "train_module.optim._CLASS_ (SkipStepAdamWConfig)"

@@ -110,6 +110,9 @@ const std::vector<Field>& Fields() {
       {"train.grad_accumulation", Kind::kString, true, REF(train.grad_accumulation),
        "how micro-batch gradients are summed: tree (evens-first pairwise) | sequential (left fold "
        "in micro-batch order; parallel.sharding zero3 needs it)"},
+      {"train.micro_batch_layout", Kind::kString, true, REF(train.micro_batch_layout),
+       "which instances of a rank's batch form micro-batch k of m: strided (k, k+m, ...: the same "
+       "on any number of ranks) | contiguous (k·μ .. k·μ+μ-1: OLMo-core's split)"},
       {"train.recompute", Kind::kString, false, REF(train.recompute),
        "activation recomputation: none | mlp (SwiGLU MLP) | full (whole layer) | auto (the "
        "cheapest that fits parallel.memory_per_rank); changes no bit"},
@@ -166,6 +169,9 @@ const std::vector<Field>& Fields() {
       {"compute.isa", Kind::kString, false, REF(compute.isa),
        "cap on the CPU's instruction set: auto | avx2 | avx512 | amx (checked against the machine "
        "when the run starts)"},
+      {"compute.torch_cpu", Kind::kString, false, REF(compute.torch_cpu),
+       "bf16-fsdp: the CPU kind whose torch kernels it follows: auto (this machine's) | avx2 | "
+       "avx512 (the kind the reference run was made on; checked when the run starts)"},
       {"parallel.sharding", Kind::kString, false, REF(parallel.sharding),
        "what ranks shard: zero1 (Adam m, v) | zero3 (parameters, gradients, Adam m, v)"},
       {"parallel.memory_per_rank", Kind::kString, false, REF(parallel.memory_per_rank),
@@ -782,8 +788,13 @@ void Validate(RunConfig& c, const std::string& source,
   if (const std::string p = CanonicalPrecision(c.compute.precision); !p.empty())
     c.compute.precision = p;  // f32, float32, bfloat16: one spelling in config.yaml and its hash
   ParsePrecision(c.compute.precision, W("compute.precision") + "config key 'compute.precision'");
+  Require(!c.compute.torch_cpu.empty(), "{}config key 'compute.torch_cpu': empty (auto, avx2 or "
+          "avx512)", W("compute.torch_cpu"));
   Require(!c.compute.isa.empty(), "{}config key 'compute.isa': empty (auto, or a cap the device "
           "names: the run checks it against its machine)", W("compute.isa"));
+  Require(c.train.micro_batch_layout == "strided" || c.train.micro_batch_layout == "contiguous",
+          "{}config key 'train.micro_batch_layout': expected strided or contiguous, got '{}'",
+          W("train.micro_batch_layout"), c.train.micro_batch_layout);
   Require(c.train.grad_accumulation == "tree" || c.train.grad_accumulation == "sequential",
           "{}config key 'train.grad_accumulation': expected tree or sequential, got '{}'",
           W("train.grad_accumulation"), c.train.grad_accumulation);
@@ -930,9 +941,12 @@ std::string Render(const RunConfig& c, bool trajectory_only) {
     if (trajectory_only && f.key == std::string("train.grad_accumulation") &&
         c.train.grad_accumulation == "tree")
       continue;
+    if (f.key == std::string("train.micro_batch_layout") && c.train.micro_batch_layout == "strided")
+      continue;
     // Added after runs existed: the only device then (cpu) renders as before, so the canonical
     // config and both hashes of those runs are unchanged.
     if (f.key == std::string("compute.device") && c.compute.device == "cpu") continue;
+    if (f.key == std::string("compute.torch_cpu") && c.compute.torch_cpu == "auto") continue;
     std::vector<std::string> parts;
     std::string k = f.key;
     for (size_t pos; (pos = k.find('.')) != std::string::npos; k = k.substr(pos + 1))

@@ -75,6 +75,11 @@ struct RunConfig {
     // How micro-batch gradients are summed (train/grad_accumulation.h): "tree" (the evens-first
     // pairwise tree) or "sequential" (left fold in micro-batch order). Trajectory key.
     std::string grad_accumulation = "tree";
+    // Which instances of a rank's batch form micro-batch k of m (train/train_step.h): "strided"
+    // (k, k + m, k + 2m, ...: the same micro-batches on any number of ranks) or "contiguous"
+    // (kμ .. kμ + μ − 1 of the rank's batch: OLMo-core's split, whose micro-batches depend on the
+    // ranks). Trajectory key.
+    std::string micro_batch_layout = "strided";
     // Activation recomputation (model/recompute.h): none | mlp | full, or auto = the cheapest
     // that fits parallel.memory_per_rank (run/plan.h). Changes no bit: not a trajectory key.
     std::string recompute = "auto";
@@ -114,6 +119,9 @@ struct RunConfig {
     std::string precision = "fp32";
     std::string isa = "auto";        // auto | avx2 | avx512 | amx: a cap on the CPU's ISA, checked
                                      // by the backend's device when the run starts (ops/device.h)
+    // bf16-fsdp: the CPU kind whose torch kernels it follows, auto (this machine's) | avx2 |
+    // avx512: the kind the reference run was made on (docs/precision.md).
+    std::string torch_cpu = "auto";
   } compute;
 
   // How a multi-rank job shares the model (docs/distributed.md). Not a trajectory key.

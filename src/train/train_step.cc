@@ -11,13 +11,15 @@
 namespace replica {
 
 TrainStep::TrainStep(Olmo3Model& model, GradReducer& reducer, Optimizer& optimizer,
-                     SkipStepRule& skip, int64_t micro_batch_instances, double z_loss_multiplier)
+                     SkipStepRule& skip, int64_t micro_batch_instances, double z_loss_multiplier,
+                     bool contiguous)
     : model_(model),
       reducer_(reducer),
       optimizer_(optimizer),
       skip_(skip),
       mu_(micro_batch_instances),
       zmul_(z_loss_multiplier),
+      contiguous_(contiguous),
       acc_(reducer.MakeAccumulation(model)) {
   Require(mu_ >= 1, "train step: micro-batch size must be >= 1, got {}", mu_);
 }
@@ -44,7 +46,7 @@ StepOutcome TrainStep::Run(const int32_t* ids, const int32_t* labels, int64_t ro
   bool fp32_sums = false;
   for (int64_t k : acc_->Begin(m)) {
     for (int64_t i = 0; i < mu_; ++i) {
-      const int64_t r = k + m * i;  // MicroBatchPositions(k, m, mu)
+      const int64_t r = contiguous_ ? k * mu_ + i : k + m * i;  // MicroBatchPositions(k, m, mu)
       rows_of_[static_cast<size_t>(i)] = r;
       std::memcpy(ids_.data() + i * T, ids + r * T, row_bytes);
       std::memcpy(labels_.data() + i * T, labels + r * T, row_bytes);

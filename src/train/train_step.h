@@ -37,8 +37,11 @@ struct StepOutcome {
 class TrainStep {
  public:
   // `optimizer` updates what `reducer` leaves reduced (as the one reducer.MakeOptimizer makes).
+  // Micro-batch k of the m in a rank's batch holds its rows k, k + m, k + 2m, ... (strided: the
+  // same micro-batches on any number of ranks, grad_accum.h), or with `contiguous` its rows
+  // kμ .. kμ + μ − 1 (OLMo-core's split of a rank's batch).
   TrainStep(Olmo3Model& model, GradReducer& reducer, Optimizer& optimizer, SkipStepRule& skip,
-            int64_t micro_batch_instances, double z_loss_multiplier);
+            int64_t micro_batch_instances, double z_loss_multiplier, bool contiguous = false);
 
   // ids, labels: this rank's batch [rows, T] row-major, rows a multiple of the micro-batch size.
   // cu_doc_lens (optional): OLMo-core's cumulative document lengths over the batch's rows·T
@@ -54,6 +57,7 @@ class TrainStep {
   SkipStepRule& skip_;
   int64_t mu_;
   double zmul_;
+  bool contiguous_;
   std::vector<int32_t> ids_, labels_;  // one micro-batch, gathered
   std::vector<int64_t> rows_of_;       // its rows in the batch
   std::vector<int32_t> docs_;          // its cu_doc_lens, when the batch has them

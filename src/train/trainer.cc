@@ -283,7 +283,13 @@ TrainingRun::TrainingRun(const TrainerOptions& options)
   const Precision precision =
       ParsePrecision(cfg_.compute.precision, "config key 'compute.precision'");
   backend_ = &SelectBackend(cfg_.compute.device, precision);
-  compute_ = backend_->device().Configure(precision, cfg_.compute.isa, "config key 'compute.isa'");
+  ComputeRequest request;
+  request.precision = precision;
+  request.isa = cfg_.compute.isa;
+  request.isa_what = "config key 'compute.isa'";
+  request.torch_cpu = cfg_.compute.torch_cpu;
+  request.torch_cpu_what = "config key 'compute.torch_cpu'";
+  compute_ = backend_->device().Configure(request);
   precision_name_ = PrecisionName(compute_.precision);
   isa_name_ = compute_.isa;
   if (const std::string no = ContextParallelRefusal(cfg_, opt_.world, RanksOnHost()); !no.empty())
@@ -445,7 +451,7 @@ void TrainingRun::OpenOutputs() {
       Plural(NumThreads(), "thread"), flops_per_token_ / 1e9, peak_text));
 
   train_step_.emplace(*model_, reducer_, *optimizer_, skip_, shape_.micro,
-                      cfg_.train.z_loss_multiplier);
+                      cfg_.train.z_loss_multiplier, cfg_.train.micro_batch_layout == "contiguous");
   loop_start_ = Clock::now();
 }
 

@@ -152,6 +152,10 @@ if ! grep -q amx_bf16 /proc/cpuinfo; then
   expect_exit2 "train compute.isa amx without AMX" "not available" "$BIN" train "$tmp/tiny.yaml" \
     --run-dir "$tmp/bad-isa" --set compute.isa=amx
 fi
+# compute.torch_cpu likewise: the device checks it when the run starts.
+expect_exit2 "train compute.torch_cpu avx1" "config key 'compute.torch_cpu'" "$BIN" train \
+  "$tmp/tiny.yaml" --run-dir "$tmp/bad-isa" --set compute.precision=bf16-fsdp \
+  --set compute.torch_cpu=avx1
 [ -e "$tmp/bad-isa" ] && FAIL "compute.isa: the run directory was created"
 [ -e "$tmp/bad" ] && FAIL "a refused config left a run directory"
 

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # replica's bf16-fsdp against OLMo-core's own bf16 step (tests/data/reference/olmo_core_bf16,
-# tools/crosscheck/generate_olmo_core_bf16.py): on both committed batches
+# tools/crosscheck/generate_olmo_core_bf16.py). torch's bf16 kernels differ between CPU kinds, so
+# each reference is followed with the kind it was made on (--torch-cpu), whatever CPU runs this.
+# On the two batches made on an AVX-512 CPU (--torch-cpu avx512):
 #  - the logits are OLMo-core's bit for bit (KL 0, largest |logit difference| 0): every forward op
 #    rounds where torch rounds, its fp32 sums in torch's order;
 #  - the CE and the z-loss's mean lse² OLMo-core's bit for bit: the loss is summed in fp32 in
 #    torch's orders (ops/cpu/torch_cross_entropy.h) and divided as OLMo-core divides it;
 #  - the gradients closer to OLMo-core's than the bf16 precision's (which rounds only the matmul
-#    operands), and within 1e-2 relative (the backward differs from torch's where an attention
-#    gradient is a bf16 rounding tie, docs/precision.md);
+#    operands), and within 1e-2 relative (that path's backward orders are measured, not checked
+#    bit for bit, docs/precision.md);
 #  - the bf16 precision's logits are not OLMo-core's (the check sees the difference).
+# On the batch made on an AVX2 CPU (avx2/, --torch-cpu avx2): the logits, the CE, the mean lse² and
+# every parameter gradient are OLMo-core's bit for bit; followed as the other kind (avx512), the
+# logits are not (the choice matters).
 #   usage: olmo_core_bf16_fsdp.sh <replica-binary> <repo-root>
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +26,7 @@ MODEL=$ROOT/tests/data/reference/olmo_core_run/step0
 for seed in 0 1; do
   for prec in bf16-fsdp bf16; do
     "$BIN" parity --model "$MODEL" --reference "$REF/batch-$seed.safetensors" --grads --z-loss 1e-5 \
-      --precision "$prec" --max-kl 1 --min-top1 0 --max-grad-rel 1 --json \
+      --precision "$prec" --torch-cpu avx512 --max-kl 1 --min-top1 0 --max-grad-rel 1 --json \
       > "$tmp/$prec-$seed.json" 2> "$tmp/$prec-$seed.err"
     rc=$?
     check "parity --precision $prec on batch $seed exits 0 ($(tail -1 "$tmp/$prec-$seed.err"))" '[ $rc -eq 0 ]'
@@ -40,5 +45,28 @@ print("bf16-fsdp: KL max %.3g, |logit diff| %.3g, CE %r vs %r, mean lse^2 %r vs 
   check "batch $seed: the bf16 precision's logits are not OLMo-core's" \
     'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j[\"max_abs_logit_diff\"] > 0 else 1)" "$tmp/bf16-$seed.json"'
 done
+
+par() {  # par TORCH_CPU OUT: bf16-fsdp parity on the AVX2-made batch
+  "$BIN" parity --model "$MODEL" --reference "$REF/avx2/batch-0.safetensors" --grads --z-loss 1e-5 \
+    --precision bf16-fsdp --torch-cpu "$1" --max-kl 1 --min-top1 0 --max-grad-rel 1 --json \
+    > "$2" 2> "$2.err"
+}
+par avx2 "$tmp/avx2.json"
+rc=$?
+check "parity --torch-cpu avx2 on the AVX2-made batch exits 0 ($(tail -1 "$tmp/avx2.json.err"))" '[ $rc -eq 0 ]'
+summary=$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("|logit diff| %.3g, CE %r vs %r, grad rel %.3g, largest per-tensor %.3g" % (j["max_abs_logit_diff"], j["loss"], j["loss_ref"], j["grad_global_rel_err"], j["grad_max_rel_err"]))' "$tmp/avx2.json")
+check "AVX2-made batch: logits, CE, mean lse² and every gradient OLMo-core's bit for bit ($summary)" \
+  'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j[\"max_abs_logit_diff\"] == 0 and j[\"loss\"] == j[\"loss_ref\"] and j[\"lse_sq_mean\"] == j[\"lse_sq_mean_ref\"] and j[\"grad_global_rel_err\"] == 0 and j[\"grad_max_rel_err\"] == 0 else 1)" "$tmp/avx2.json"'
+par avx512 "$tmp/avx2-as-avx512.json"
+check "AVX2-made batch followed as avx512: the logits differ" \
+  'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j[\"max_abs_logit_diff\"] > 0 else 1)" "$tmp/avx2-as-avx512.json"'
+"$BIN" parity --model "$MODEL" --reference "$REF/avx2/batch-0.safetensors" --precision bf16-fsdp \
+  --torch-cpu avx1 > /dev/null 2> "$tmp/bad.err"
+rc=$?
+check "--torch-cpu avx1 exits 2 naming the flag ($(tail -1 "$tmp/bad.err"))" \
+  '[ $rc -eq 2 ] && grep -q -- "--torch-cpu" "$tmp/bad.err"'
 
 cli_finish

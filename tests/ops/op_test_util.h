@@ -33,6 +33,13 @@ inline double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
   return RelErr(a.data(), b.data(), a.size());
 }
 
+// Elements of a and b with the same bits (a and b the same size).
+inline int64_t BitEqualCount(const std::vector<float>& a, const std::vector<float>& b) {
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) == 0;
+  return n;
+}
+
 inline bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }

@@ -69,5 +69,22 @@ TEST(ComputeConfig, TheDeviceChecksTheIsaWhenTheRunStarts) {
   EXPECT_NE(e.find("compute.isa"), std::string::npos) << e;
 }
 
+TEST(ComputeConfig, TheDeviceChecksTorchCpuWhenTheRunStarts) {
+  EXPECT_EQ(RunConfig::FromYaml(kTiny, "/b", {}).compute.torch_cpu, "auto");
+  const RunConfig c = RunConfig::FromYaml(kTiny, "/b", {"compute.torch_cpu=avx1"});
+  EXPECT_EQ(c.compute.torch_cpu, "avx1");  // loads: the device knows the kinds
+  ComputeRequest request;
+  request.precision = Precision::kBf16Fsdp;
+  request.torch_cpu = c.compute.torch_cpu;
+  request.torch_cpu_what = "config key 'compute.torch_cpu'";
+  const Device& cpu = SelectBackend(c.compute.device, Precision::kBf16Fsdp).device();
+  const std::string e = ErrorOf([&] { cpu.Configure(request); });
+  EXPECT_NE(e.find("config key 'compute.torch_cpu'"), std::string::npos) << e;
+  EXPECT_NE(e.find("avx1"), std::string::npos) << e;
+  EXPECT_NE(ErrorOf([] { RunConfig::FromYaml(kTiny, "/b", {"compute.torch_cpu="}); })
+                .find("compute.torch_cpu"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace replica

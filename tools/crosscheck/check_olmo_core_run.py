@@ -51,12 +51,13 @@ from common import emit, log, read_safetensors  # noqa: E402
 AREA = "olmo_core_run"
 
 
-# replica's bf16-fsdp forward is OLMo-core's bit for bit, its backward differs where an attention
-# gradient sits on a bf16 rounding tie (docs/olmo-core.md, "Known gaps"), and 60 bf16 steps
-# amplify that as they amplify OLMo-core's own perturbations: its pointwise bf16 self-envelope is
+# replica's bf16-fsdp step is OLMo-core's bit for bit on this CPU kind (compute.torch_cpu auto),
+# but its optimizer step (the float32 grad norm and clipping, AdamW's float32 op order) and
+# torch's MKL sin/cos are not (docs/olmo-core.md, "Known gaps"), and 60 bf16 steps amplify such
+# differences as they amplify OLMo-core's own perturbations: its pointwise bf16 self-envelope is
 # not a bound replica can be held to at every step.
-BF16_RECIPE_GAP = ("docs/olmo-core.md Known gaps: bf16-fsdp's backward differs at attention "
-                   "rounding ties, amplified over the steps")
+BF16_RECIPE_GAP = ("docs/olmo-core.md Known gaps: bf16-fsdp's optimizer step and torch's MKL "
+                   "sin/cos are not OLMo-core's to the bit, amplified over the steps")
 
 
 def envelope_rows(case, label, d, bnd, steps, perturbation, gap=None):

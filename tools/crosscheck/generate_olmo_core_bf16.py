@@ -9,7 +9,9 @@ fixture's step-0 weights (step0/model.safetensors), and run on seeded batches of
 `replica parity --reference DUMP --grads --z-loss 1e-5 --precision bf16-fsdp`: input_ids, labels,
 OLMo-core's bf16 logits (lm_head.w_out's output), its CE (`loss`), mean lse² (`z_loss`, no
 multiplier) and the gradients of CE + 1e-5·z-loss as FSDP leaves them (fp32 of the bf16
-gradients), named as HF names them. Plus VERSIONS.json; README.md is written by hand.
+gradients), named as HF names them; the metadata records torch's CPU capability (its bf16
+kernels differ between CPU kinds: replica's `--torch-cpu`). Plus VERSIONS.json; README.md is
+written by hand.
 """
 import argparse
 import os
@@ -55,12 +57,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seeds", default=",".join(map(str, SEEDS)),
+                    help="comma-separated batch seeds (default: %(default)s)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import torch
     tm = probe.build(args.threads)
     probe.load_weights(tm, probe.DEFAULT_WEIGHTS)
-    for seed in SEEDS:
+    for seed in (int(x) for x in args.seeds.split(",")):
         g = torch.Generator().manual_seed(seed)
         ids = torch.randint(2, 384, (4, 128), generator=g, dtype=torch.long)
         tensors = step_dump(tm, ids)
@@ -70,12 +74,13 @@ def main():
                                "tests/data/reference/olmo_core_run: its bf16 logits, CE (loss), "
                                "mean lse^2 (z_loss, no multiplier), grad.* of CE + 1e-5 z-loss",
                 "z_loss_multiplier": repr(Z_LOSS),
-                "seed": str(seed), "torch_threads": str(torch.get_num_threads())}
+                "seed": str(seed), "torch_threads": str(torch.get_num_threads()),
+                "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
         path = os.path.join(args.out, f"batch-{seed}.safetensors")
         common.write_safetensors(path, tensors, meta)
         common.log(f"wrote {path} ({os.path.getsize(path):,} bytes): CE {tensors['loss']:.9f}")
     common.write_versions(args.out, "tools/crosscheck/generate_olmo_core_bf16.py --out "
-                          + os.path.relpath(args.out, common.REPO))
+                          + os.path.relpath(args.out, common.REPO) + f" --seeds {args.seeds}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include "ops/cpu/fsdp_bf16.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/gemm_peak.h"
 #include "ops/cpu/isa.h"
@@ -12,15 +13,17 @@ namespace {
 
 nlohmann::json SettingsJson(Precision precision, Isa isa) {
   const CpuFeatures& f = DetectCpu();
-  return {{"precision", PrecisionName(precision)},
-          {"isa", IsaName(isa)},
-          {"bf16_matmul", Bf16GemmRouteKey(ActiveBf16GemmRoute())},
-          {"cpu",
-           {{"avx2", f.avx2},
-            {"avx512", f.avx512},
-            {"avx512_bf16", f.avx512_bf16},
-            {"amx_bf16", f.amx_bf16},
-            {"amd", f.amd}}}};
+  nlohmann::json j = {{"precision", PrecisionName(precision)},
+                      {"isa", IsaName(isa)},
+                      {"bf16_matmul", Bf16GemmRouteKey(ActiveBf16GemmRoute())},
+                      {"cpu",
+                       {{"avx2", f.avx2},
+                        {"avx512", f.avx512},
+                        {"avx512_bf16", f.avx512_bf16},
+                        {"amx_bf16", f.amx_bf16},
+                        {"amd", f.amd}}}};
+  if (precision == Precision::kBf16Fsdp) j["torch_cpu"] = TorchCpuPathName(TorchCpuPathInUse());
+  return j;
 }
 
 // Only the route the precision uses: fp32 runs every matmul through OpenBLAS sgemm and never
@@ -31,6 +34,9 @@ std::string SettingsLine(Precision precision) {
     return fmt::format("precision fp32, {}; fp32 matmuls OpenBLAS sgemm ({})", DescribeIsa(),
                        core ? core : "?");
   }
+  if (precision == Precision::kBf16Fsdp)
+    return fmt::format("precision bf16-fsdp, {}; torch's {} CPU kernels followed",
+                       DescribeIsa(), TorchCpuPathName(TorchCpuPathInUse()));
   return fmt::format("precision {}, {}; bf16 matmuls {}", PrecisionName(precision), DescribeIsa(),
                      Bf16GemmRouteName(ActiveBf16GemmRoute()));
 }
@@ -39,10 +45,12 @@ class Cpu final : public Device {
  public:
   const char* name() const override { return "cpu"; }
 
-  ComputeSettings Configure(Precision precision, const std::string& cap,
-                            const std::string& what) const override {
-    const Isa isa = ResolveIsa(cap, what);
+  ComputeSettings Configure(const ComputeRequest& request) const override {
+    const Precision precision = request.precision;
+    const Isa isa = ResolveIsa(request.isa, request.isa_what);
+    const TorchCpuPath torch_cpu = ResolveTorchCpuPath(request.torch_cpu, request.torch_cpu_what);
     ApplyIsaCap(isa);
+    SetTorchCpuPath(torch_cpu);
     ComputeSettings s;
     s.precision = precision;
     s.isa = IsaName(isa);

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "ops/cpu/aten_gemm.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/pair_order_gemm.h"
 #include "ops/cpu/parallel.h"
@@ -79,12 +80,41 @@ void NormRows(const float* x, const float* w, const float* residual, int64_t row
   }
 }
 
+// Vectorized<float>'s width in torch's kernels on this CPU (log_softmax's lanes).
+int TorchLossLanes() {
+  return TorchCpuPathInUse() == TorchCpuPath::kReference ? 8 : kTorchLossLanes;
+}
+
+// The three products of a bf16 linear layer in the orders of the path torch takes on this CPU:
+// y = x Wᵀ [N, out], dx = dy W [N, in], dW = dyᵀ x [out, in] (overwritten).
+void LinearProduct(const float* x, const float* w, int64_t N, int64_t in, int64_t out, float* y) {
+  if (TorchCpuPathInUse() == TorchCpuPath::kReference)
+    AtenDotGemm(N, out, in, x, in, w, in, y, out);
+  else
+    PairOrderGemm(false, true, N, out, in, x, in, w, in, y, out);
+}
+void InputGradProduct(const float* dy, const float* w, int64_t N, int64_t in, int64_t out,
+                      float* dx) {
+  if (TorchCpuPathInUse() == TorchCpuPath::kReference)
+    AtenIlp4Gemm(N, in, out, dy, out, w, in, dx, in);
+  else
+    PairOrderGemm(false, false, N, in, out, dy, out, w, in, dx, in);
+}
+void WeightGradProduct(const float* dy, const float* x, int64_t N, int64_t in, int64_t out,
+                       float* dw) {
+  if (TorchCpuPathInUse() == TorchCpuPath::kReference) {
+    std::fill_n(dw, out * in, 0.0f);
+    AtenSeqGemmTnAccumulate(out, in, N, dy, out, x, in, dw, in);
+  } else {
+    PairOrderGemm(true, false, out, in, N, dy, out, x, in, dw, in);
+  }
+}
+
 }  // namespace
 
 void FsdpLinearForward(const float* x, const float* W, int64_t N, int64_t in, int64_t out,
                        float* y) {
-  const float* wr = Rounded(tls_m, W, out * in);
-  PairOrderGemm(false, true, N, out, in, x, in, wr, in, y, out);
+  LinearProduct(x, Rounded(tls_m, W, out * in), N, in, out, y);
   RoundToBf16(y, y, N * out);
 }
 
@@ -92,11 +122,11 @@ void FsdpLinearBackward(const float* x, const float* W, const float* dy, int64_t
                         int64_t out, float* dx, float* dW) {
   if (dx) {
     float* t = Scratch(tls_a, N * in, false);
-    PairOrderGemm(false, false, N, in, out, dy, out, Rounded(tls_m, W, out * in), in, t, in);
+    InputGradProduct(dy, Rounded(tls_m, W, out * in), N, in, out, t);
     AddActivationGrad(dx, t, N * in);
   }
   float* t = Scratch(tls_b, out * in, false);
-  PairOrderGemm(true, false, out, in, N, dy, out, x, in, t, in);
+  WeightGradProduct(dy, x, N, in, out, t);
   AddParamGrad(dW, t, out * in);
 }
 
@@ -276,13 +306,14 @@ namespace {
 void ChunkLogitsAndLoss(const float* x, const float* wr, const int32_t* labels, int64_t r0,
                         int64_t rows, int64_t D, int64_t V, LmHeadWorkspace& ws) {
   float* logits = ws.logits();
-  PairOrderGemm(false, true, rows, V, D, x + r0 * D, D, wr, D, logits, V);
+  LinearProduct(x + r0 * D, wr, rows, D, V, logits);
   RoundToBf16(logits, logits, rows * V);
+  const int lanes = TorchLossLanes();
 #pragma omp parallel for schedule(static) if (rows * V >= kMinParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const float* lr = logits + r * V;
     float mx = 0;
-    const float logsum = TorchLogSoftmaxLogSum(lr, V, kTorchLossLanes, &mx);
+    const float logsum = TorchLogSoftmaxLogSum(lr, V, lanes, &mx);
     ws.row_max()[r] = mx;
     ws.row_sum()[r] = logsum;
     ws.lse()[r] = TorchLogsumexp(lr, V);
@@ -358,11 +389,16 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
       RoundToBf16(dr, dr, V);
     }
     float* t = Scratch(tls_a, rows * D, false);
-    PairOrderGemm(false, false, rows, D, V, d, V, wr, D, t, D);
+    InputGradProduct(d, wr, rows, D, V, t);
     AddActivationGrad(dx + r0 * D, t, rows * D);
-    float* part = Scratch(tls_c, V * D, false);
-    PairOrderGemm(true, false, V, D, rows, d, V, x + r0 * D, D, part, D);
-    for (int64_t i = 0; i < V * D; ++i) dw_sum[i] += part[i];
+    if (TorchCpuPathInUse() == TorchCpuPath::kReference) {
+      // One accumulator per element over all N rows in order: the chunks continue it.
+      AtenSeqGemmTnAccumulate(V, D, rows, d, V, x + r0 * D, D, dw_sum, D);
+    } else {
+      float* part = Scratch(tls_c, V * D, false);
+      PairOrderGemm(true, false, V, D, rows, d, V, x + r0 * D, D, part, D);
+      for (int64_t i = 0; i < V * D; ++i) dw_sum[i] += part[i];
+    }
   }
   AddParamGrad(dW, dw_sum, V * D);
   return sums.Sums();
@@ -371,7 +407,7 @@ CrossEntropySums FsdpLmHeadLossForwardBackward(const float* x, const float* W,
 void FsdpLmHeadLogits(const float* x, const float* W, int64_t N, int64_t D, int64_t V,
                       float* logits) {
   ProfileScope profile_scope(ProfileCategory::kLmHeadLoss);
-  PairOrderGemm(false, true, N, V, D, x, D, Rounded(tls_m, W, V * D), D, logits, V);
+  LinearProduct(x, Rounded(tls_m, W, V * D), N, D, V, logits);
   RoundToBf16(logits, logits, N * V);
 }
 

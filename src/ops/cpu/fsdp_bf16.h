@@ -17,6 +17,7 @@
 // Every op is deterministic: results do not depend on the thread count.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ops/attention_shape.h"
@@ -79,6 +80,36 @@ void FsdpEmbeddingForward(const float* table, const int32_t* tokens, int64_t N, 
 void FsdpEmbeddingBackward(const int32_t* tokens, const float* dout, int64_t N, int64_t V,
                            int64_t D, float* dtable);
 
+// Which of ATen's CPU code paths torch's attention kernel takes, which decides its fp32 orders.
+// torch hands a bf16 GEMM to oneDNN only where the CPU has AVX-512 BW, VL and DQ (ATen's
+// mkldnn_bf16_device_check); elsewhere its own reference loops (CPUBlas.cpp) compute it, and its
+// fp32 vectors are 8 lanes (AVX2) rather than 16.
+enum class TorchCpuPath {
+  // CPUs without AVX-512 (torch's AVX2 kernels; checked bit for bit against torch's own op on
+  // an AVX2 CPU, tests/ops/torch_sdpa_test.cc). Forward: the fast exp over whole 8-key chunks
+  // of a key block, std::exp over the rest; the row sum as BlockRowSum says. Backward: the
+  // scores Σ_d q·(k·scale) in fused multiply-adds; δ's products in 16-lane bf16 vectors;
+  // dq = R(dq + scale · Σ dS k) with the sum in ATen's four interleaved partial sums; dk and dv
+  // accumulate into the fp32 value of the bf16 gradient, query by query in order (dk's terms
+  // q · (dS · scale) fused), rounded once per key block.
+  kReference,
+  // AVX-512 CPUs (oneDNN's bf16 GEMMs; measured against OLMo-core's per-op inputs on an
+  // AVX512-BF16 CPU, docs/bf16-fsdp-spec.md, not checked here): the fast exp over every key;
+  // the scores (q·k) · scale; dq, dk, dv each R(old + product) with the product summed in the
+  // pair order (pair_order_sum.h); δ's products in 32-lane bf16 vectors.
+  kOneDnn,
+};
+// The path torch takes on this CPU (DetectCpu()'s AVX-512, not a run's ISA cap: torch reads the
+// CPU itself).
+TorchCpuPath TorchCpuPathOnThisCpu();
+// The path the ops follow: the one set for the process (compute.torch_cpu: the CPU kind the
+// reference run was made on), else this CPU's.
+TorchCpuPath TorchCpuPathInUse();
+void SetTorchCpuPath(TorchCpuPath path);
+// "auto" (this CPU's), "avx2" (kReference) or "avx512" (kOneDnn); an Error naming `what` else.
+TorchCpuPath ResolveTorchCpuPath(const std::string& text, const std::string& what);
+const char* TorchCpuPathName(TorchCpuPath path);  // "avx2" | "avx512"
+
 // torch's CPU scaled_dot_product_attention (its flash kernel) on bf16 q, k, v, with OLMo-core's
 // GQA by repeating k and v per query head. Per query row, keys are taken in blocks of
 // kFsdpAttentionKeyBlock starting at key 0: scores s = (q·k) · scale in fp32, the running max m
@@ -86,14 +117,18 @@ void FsdpEmbeddingBackward(const int32_t* tokens, const float* dout, int64_t N, 
 // adds the unrounded P; out = R(Σ R(P) v / Σ P) and lse = m + log Σ P in fp32.
 constexpr int64_t kFsdpAttentionKeyBlock = 512;
 void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                          float* out, float* lse);
-// Its backward from the saved lse: P = exp(s − lse), δ = Σ dO·out per row, dS = P (dO·v − δ);
-// per query head dq_h = Σ R(dS) k · scale, dk_h = Σ R(dS) q · scale, dv_h = Σ R(P) dO in fp32,
-// each rounded to bf16; the kv heads' gradients are the fp32 sums of their query heads' rounded
-// ones, rounded (the backward of the repeat). Accumulates into dq, dk, dv as above.
+                          float* out, float* lse, TorchCpuPath path = TorchCpuPathInUse());
+
+// Its backward from the saved lse: P = exp(s − lse) (SLEEF's expf, torch.exp's), δ = Σ dO·out
+// per row (the bf16 vector reduction of `path`), dS = P (dO·v − δ); per query head
+// dq_h = Σ R(dS) k · scale, dk_h = Σ R(dS) q · scale, dv_h = Σ R(P) dO in fp32 as `path`
+// orders and rounds them, each a bf16 value; the kv heads' gradients are the fp32 sums of their
+// query heads' rounded ones, rounded (the backward of the repeat). Accumulates into dq, dk, dv as
+// above.
 void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float* k,
                            const float* v, const float* out, const float* lse, const float* dout,
-                           float* dq, float* dk, float* dv);
+                           float* dq, float* dk, float* dv,
+                           TorchCpuPath path = TorchCpuPathInUse());
 
 // The LM head and OLMo-core's loss on bf16 logits: logits = R(x R(W)ᵀ), then in fp32 (the loss
 // upcasts) CE and z-loss per row from the rounded logits; the sums are added in row order in

@@ -5,16 +5,20 @@
 // results do not depend on the thread count. The backward's block products are ordered GEMMs
 // (pair_order_gemm.h): SIMD across outputs, each output still one accumulator in its order.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "core/error.h"
 #include "core/profile.h"
 #include "ops/cpu/attention.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/fsdp_bf16.h"
+#include "ops/cpu/isa.h"
 #include "ops/cpu/pair_order_gemm.h"
+#include "ops/cpu/torch_cross_entropy.h"
 #include "ops/document_mask.h"
 
 namespace replica {
@@ -43,6 +47,10 @@ Visibility MakeVisibility(const AttentionShape& s) {
   }
   return vis;
 }
+
+// The softmax scale as torch's sdp::calculate_scale forms it: 1/sqrt(head dim) in double, then
+// rounded to float once.
+float TorchScale(int64_t hd) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))); }
 
 // Σ a·b with one fp32 accumulator in index order (the kernel's fp32-output GEMMs and row sums).
 float Dot(const float* a, const float* b, int64_t n) {
@@ -76,17 +84,49 @@ float FastExp(float x) {
 }
 
 // The flash kernel's row sum of a block's exp values: a 16-lane accumulator over consecutive
-// 16-element chunks, the lanes folded i + (i^8), then ^4, ^2, ^1, the n % 16 tail added after.
-float BlockRowSum(const float* p, int64_t n) {
+// 16-element chunks, the lanes folded i + (i^8), then ^4, ^2, ^1, the tail added after, one by
+// one. Where torch's fp32 vectors are 8 lanes (kReference: AVX2) the exp loop runs in 8-element
+// chunks, a last 8-element chunk adds into lanes 0..7 before the fold and the tail is n % 8; on
+// the oneDNN path (AVX-512, as measured there) the tail is n % 16.
+float BlockRowSum(const float* p, int64_t n, TorchCpuPath path) {
   float lane[16] = {};
-  const int64_t full = n - n % 16;
-  for (int64_t c = 0; c < full; c += 16)
+  const int64_t full16 = n - n % 16;
+  const int64_t full8 = path == TorchCpuPath::kReference ? n - n % 8 : full16;
+  for (int64_t c = 0; c < full16; c += 16)
     for (int k = 0; k < 16; ++k) lane[k] += p[c + k];
+  for (int64_t j = full16; j < full8; ++j) lane[j - full16] += p[j];
   for (int width = 8; width >= 1; width /= 2)
     for (int k = 0; k < width; ++k) lane[k] = lane[k] + lane[k + width];
   float s = lane[0];
-  for (int64_t j = full; j < n; ++j) s += p[j];
+  for (int64_t j = full8; j < n; ++j) s += p[j];
   return s;
+}
+
+// Σ a·b as ATen's map2_reduce_all forms it on bf16 rows: the bf16 vector of `width` lanes is
+// taken as two fp32 halves, each half accumulated over consecutive `width`-element chunks (a
+// partial last chunk adds into its first lanes), the halves added lane by lane, then the fp32
+// lanes folded in halves (i + (i ^ h/2), ... , ^1). A row shorter than one bf16 vector is
+// summed lane by lane in order (its two halves added first where it spans both).
+float VectorDotReduce(const float* a, const float* b, int64_t n, int64_t width) {
+  const int64_t h = width / 2;
+  float lane[32] = {};
+  if (n < width) {
+    for (int64_t i = 0; i < std::min(n, h); ++i) lane[i] = a[i] * b[i];
+    for (int64_t i = h; i < n; ++i) lane[i - h] = lane[i - h] + a[i] * b[i];
+    float acc = lane[0];
+    for (int64_t i = 1; i < std::min(n, h); ++i) acc += lane[i];
+    return acc;
+  }
+  float hi[32] = {};
+  for (int64_t c = 0; c < n; c += width) {
+    const int64_t m = std::min(width, n - c);
+    for (int64_t i = 0; i < std::min(m, h); ++i) lane[i] += a[c + i] * b[c + i];
+    for (int64_t i = h; i < m; ++i) hi[i - h] += a[c + i] * b[c + i];
+  }
+  for (int64_t i = 0; i < h; ++i) lane[i] = lane[i] + hi[i];
+  for (int64_t w = h / 2; w >= 1; w /= 2)
+    for (int64_t i = 0; i < w; ++i) lane[i] = lane[i] + lane[i + w];
+  return lane[0];
 }
 
 // The kernel's block sizes, from the query length (the same forward and backward).
@@ -95,14 +135,121 @@ int64_t QueryBlock(int64_t T) {
 }
 int64_t KeyBlock(int64_t T) { return std::min(kFsdpAttentionKeyBlock, T); }
 
+// The backward's scores as ATen's reference loop computes the block's scale · kᵀq: for each
+// query, the keys' fp32 accumulators start at 0 and take, dimension by dimension in index order,
+// q[d] · (k[d] · scale) in one fused multiply-add (torch's AVX2 build contracts the loop's
+// multiply and add). kt is the head's keys transposed ([hd, ldk]), S is [rows, kb].
+void ReferenceScores(int64_t rows, int64_t len, int64_t hd, float scale, const float* q,
+                     int64_t qs, const float* kt, int64_t ldk, float* S, int64_t kb) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* s = S + r * kb;
+    std::fill_n(s, len, 0.0f);
+    for (int64_t d = 0; d < hd; ++d) {
+      const float qd = q[r * qs + d];
+      const float* kd = kt + d * ldk;
+      for (int64_t c = 0; c < len; ++c) s[c] = std::fma(qd, kd[c] * scale, s[c]);
+    }
+  }
+}
+
+// One (query block, key block) pair's gradients, added into the bf16 gradients of the block's
+// queries (gq, [rows, hd]) and keys (gk, gv, [len, hd]). P and dS are [rows, kb]; q and dO rows
+// have stride qs, k rows ks.
+//
+// oneDNN's GEMMs: each product summed in the pair order, then R(old + product) (dq and dk with
+// the product times scale).
+void OneDnnBlockGradients(int64_t rows, int64_t len, int64_t hd, int64_t kb, float scale,
+                          const float* P, const float* dS, const float* q, const float* dout,
+                          int64_t qs, const float* k, int64_t ks, float* part, float* gq,
+                          float* gk, float* gv) {
+  OrderedGemmRows(SumOrder::kPair, len, hd, rows, P, 1, kb, dout, qs, part, hd);
+  for (int64_t i = 0; i < len * hd; ++i) gv[i] = R(gv[i] + part[i]);
+  OrderedGemmRows(SumOrder::kPair, len, hd, rows, dS, 1, kb, q, qs, part, hd);
+  for (int64_t i = 0; i < len * hd; ++i) gk[i] = R(gk[i] + scale * part[i]);
+  OrderedGemmRows(SumOrder::kPair, rows, hd, len, dS, kb, 1, k, ks, part, hd);
+  for (int64_t i = 0; i < rows * hd; ++i) gq[i] = R(gq[i] + scale * part[i]);
+}
+
+// ATen's reference loops (CPUBlas.cpp, bf16 operands and output): dv and dk as gemm_transb_
+// computes them, the bf16 gradient widened to fp32 and each query's term added in query order
+// (dk's term q · (dS · scale), the scale applied to dS first, multiplied and added in one fused
+// multiply-add as torch's AVX2 build compiles the loop), rounded once; dq as gemm_notrans_,
+// the dot over the block's keys in four interleaved partial sums (key c into sum c mod 4 while
+// whole groups of four remain, the rest into sum 0; then ((s0 + s1) + s2) + s3), then
+// R(dq + scale · dot). `part` holds 4 · rows · hd floats.
+void ReferenceBlockGradients(int64_t rows, int64_t len, int64_t hd, int64_t kb, float scale,
+                             const float* P, const float* dS, const float* q, const float* dout,
+                             int64_t qs, const float* k, int64_t ks, float* part, float* gq,
+                             float* gk, float* gv) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* dor = dout + r * qs;
+    const float* qr = q + r * qs;
+    for (int64_t c = 0; c < len; ++c) {
+      const float p = P[r * kb + c], ds = dS[r * kb + c] * scale;
+      float* gvc = gv + c * hd;
+      float* gkc = gk + c * hd;
+      for (int64_t d = 0; d < hd; ++d) gvc[d] += p * dor[d];
+      for (int64_t d = 0; d < hd; ++d) gkc[d] = std::fma(qr[d], ds, gkc[d]);
+    }
+  }
+  for (int64_t i = 0; i < len * hd; ++i) {
+    gv[i] = R(gv[i]);
+    gk[i] = R(gk[i]);
+  }
+  const int64_t n = rows * hd, groups = len - len % 4;
+  std::fill_n(part, 4 * n, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < len; ++c) {
+      const float ds = dS[r * kb + c];
+      const float* kc = k + c * ks;
+      float* acc = part + (c < groups ? c % 4 : 0) * n + r * hd;
+      for (int64_t d = 0; d < hd; ++d) acc[d] += ds * kc[d];
+    }
+  for (int64_t i = 0; i < n; ++i) {
+    const float dot = ((part[i] + part[n + i]) + part[2 * n + i]) + part[3 * n + i];
+    gq[i] = R(gq[i] + scale * dot);
+  }
+}
+
 }  // namespace
 
+TorchCpuPath TorchCpuPathOnThisCpu() {
+  return DetectCpu().avx512 ? TorchCpuPath::kOneDnn : TorchCpuPath::kReference;
+}
+
+namespace {
+// -1: not set (this CPU's path); else a TorchCpuPath.
+std::atomic<int> g_torch_cpu_path{-1};
+}  // namespace
+
+TorchCpuPath TorchCpuPathInUse() {
+  const int set = g_torch_cpu_path.load(std::memory_order_relaxed);
+  return set < 0 ? TorchCpuPathOnThisCpu() : static_cast<TorchCpuPath>(set);
+}
+
+void SetTorchCpuPath(TorchCpuPath path) {
+  g_torch_cpu_path.store(static_cast<int>(path), std::memory_order_relaxed);
+}
+
+TorchCpuPath ResolveTorchCpuPath(const std::string& text, const std::string& what) {
+  if (text == "auto") return TorchCpuPathOnThisCpu();
+  if (text == "avx2") return TorchCpuPath::kReference;
+  if (text == "avx512") return TorchCpuPath::kOneDnn;
+  Fail("{}: expected auto, avx2 or avx512 (the CPU kind whose torch kernels bf16-fsdp follows), "
+       "got '{}'",
+       what, text);
+}
+
+const char* TorchCpuPathName(TorchCpuPath path) {
+  return path == TorchCpuPath::kReference ? "avx2" : "avx512";
+}
+
 void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                          float* out, float* lse) {
+                          float* out, float* lse, TorchCpuPath path) {
   ValidateAttentionShape(s);
   ProfileScope profile_scope(ProfileCategory::kAttention);
   const int64_t B = s.B, T = s.T, H = s.H, KV = s.KV, hd = s.hd, group = H / KV;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = TorchScale(hd);
   const int64_t kb = KeyBlock(T);
   const Visibility vis = MakeVisibility(s);
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1 && B * H * T * T * hd >= (1 << 20))
@@ -128,12 +275,15 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
           bm = std::max(bm, sj);
         }
         const float m_new = std::max(m, bm);
+        // The kernel's vector loop takes whole 8-element chunks of the block with the fast exp,
+        // its scalar tail std::exp (kReference); on the oneDNN path every key the fast exp.
+        const int64_t vector_end = path == TorchCpuPath::kReference ? n0 + len - len % 8 : n0 + len;
         for (int64_t j = j0; j < j1; ++j) {
           float& pj = p[static_cast<size_t>(j - n0)];
-          pj = FastExp(pj - m_new);
+          pj = j < vector_end ? FastExp(pj - m_new) : std::exp(pj - m_new);
         }
         const float exp_old = std::exp(m - m_new);  // 0 while m is −inf
-        l = BlockRowSum(p.data(), len) + exp_old * l;
+        l = BlockRowSum(p.data(), len, path) + exp_old * l;
         std::fill(blk.begin(), blk.end(), 0.0f);
         for (int64_t j = j0; j < j1; ++j) {
           const float pr = R(p[static_cast<size_t>(j - n0)]);
@@ -153,11 +303,11 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
 
 void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float* k,
                            const float* v, const float* out, const float* lse, const float* dout,
-                           float* dq, float* dk, float* dv) {
+                           float* dq, float* dk, float* dv, TorchCpuPath path) {
   ValidateAttentionShape(s);
   ProfileScope profile_scope(ProfileCategory::kAttention);
   const int64_t B = s.B, T = s.T, H = s.H, KV = s.KV, hd = s.hd, group = H / KV;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = TorchScale(hd);
   const int64_t qb = QueryBlock(T), kb = KeyBlock(T);
   const Visibility vis = MakeVisibility(s);
   // Per query head (the repeated k and v's heads): dq, dk, dv [T, hd], bf16 values.
@@ -177,8 +327,10 @@ void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float*
     auto K = [&](int64_t j) { return k + ((b * T + j) * KV + kvh) * hd; };
     auto Vr = [&](int64_t j) { return v + ((b * T + j) * KV + kvh) * hd; };
     auto DO = [&](int64_t i) { return dout + ((b * T + i) * H + h) * hd; };
+    const int64_t lanes = path == TorchCpuPath::kReference ? 16 : 32;
     std::vector<float> dsum(static_cast<size_t>(T));
-    for (int64_t i = 0; i < T; ++i) dsum[i] = Dot(DO(i), out + ((b * T + i) * H + h) * hd, hd);
+    for (int64_t i = 0; i < T; ++i)
+      dsum[i] = VectorDotReduce(DO(i), out + ((b * T + i) * H + h) * hd, hd, lanes);
     // This head's keys and values transposed, [hd, T], so the score and dO·V blocks are ordered
     // GEMMs whose columns are keys.
     std::vector<float> kt(static_cast<size_t>(hd * T)), vt(static_cast<size_t>(hd * T));
@@ -189,15 +341,22 @@ void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float*
       }
     std::vector<float> S(static_cast<size_t>(qb * kb)), G(static_cast<size_t>(qb * kb));
     std::vector<float> P(static_cast<size_t>(qb * kb)), dS(static_cast<size_t>(qb * kb));
-    std::vector<float> part(static_cast<size_t>(std::max(qb, kb) * hd));
+    std::vector<float> part(static_cast<size_t>(std::max(4 * qb, kb) * hd));
     const int64_t qs = H * hd, ks = KV * hd;  // row strides of q / dout and of k / v
     for (int64_t m0 = 0; m0 < T; m0 += qb) {
       const int64_t rows = std::min(qb, T - m0);
       for (int64_t n0 = 0; n0 < m0 + rows; n0 += kb) {
         const int64_t len = std::min(kb, T - n0);
-        // S = q·k and G = dO·v of every pair of the block, each an fp32 dot in index order.
-        OrderedGemmRows(SumOrder::kIndex, rows, len, hd, Q(m0), qs, 1, kt.data() + n0, T,
-                        S.data(), kb);
+        // S = the scaled q·k and G = dO·v of every pair of the block, each an fp32 dot in index
+        // order (ATen's reference loop folds the scale into k and fuses each multiply-add).
+        if (path == TorchCpuPath::kReference) {
+          ReferenceScores(rows, len, hd, scale, Q(m0), qs, kt.data() + n0, T, S.data(), kb);
+        } else {
+          OrderedGemmRows(SumOrder::kIndex, rows, len, hd, Q(m0), qs, 1, kt.data() + n0, T,
+                          S.data(), kb);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < len; ++c) S[r * kb + c] *= scale;
+        }
         OrderedGemmRows(SumOrder::kIndex, rows, len, hd, DO(m0), qs, 1, vt.data() + n0, T,
                         G.data(), kb);
         bool any = false;
@@ -209,7 +368,7 @@ void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float*
             const size_t at = static_cast<size_t>(r * kb + c);
             float p = 0, ds = 0;
             if (j >= lo && j <= i) {
-              p = std::exp(S[at] * scale - li);
+              p = SleefExpF(S[at] - li);
               ds = p * (G[at] - dsum[i]);
               any = true;
             }
@@ -219,29 +378,14 @@ void FsdpAttentionBackward(const AttentionShape& s, const float* q, const float*
         }
         // A (query block, key block) pair with no visible pair adds exact zeros.
         if (!any) continue;
-        // dv += Pᵀ·dO and dk += scale·dSᵀ·q over the block's queries, dq += scale·dS·k over its
-        // keys: sums in the pair order, each rounded into the bf16 gradient.
-        OrderedGemmRows(SumOrder::kPair, len, hd, rows, P.data(), 1, kb, DO(m0), qs, part.data(),
-                        hd);
-        for (int64_t c = 0; c < len; ++c)
-          for (int64_t d = 0; d < hd; ++d) {
-            float& g = gvh[(n0 + c) * hd + d];
-            g = R(g + part[static_cast<size_t>(c * hd + d)]);
-          }
-        OrderedGemmRows(SumOrder::kPair, len, hd, rows, dS.data(), 1, kb, Q(m0), qs, part.data(),
-                        hd);
-        for (int64_t c = 0; c < len; ++c)
-          for (int64_t d = 0; d < hd; ++d) {
-            float& g = gkh[(n0 + c) * hd + d];
-            g = R(g + scale * part[static_cast<size_t>(c * hd + d)]);
-          }
-        OrderedGemmRows(SumOrder::kPair, rows, hd, len, dS.data(), kb, 1, K(n0), ks, part.data(),
-                        hd);
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t d = 0; d < hd; ++d) {
-            float& g = gqh[(m0 + r) * hd + d];
-            g = R(g + scale * part[static_cast<size_t>(r * hd + d)]);
-          }
+        if (path == TorchCpuPath::kOneDnn)
+          OneDnnBlockGradients(rows, len, hd, kb, scale, P.data(), dS.data(), Q(m0), DO(m0), qs,
+                               K(n0), ks, part.data(), gqh + m0 * hd, gkh + n0 * hd,
+                               gvh + n0 * hd);
+        else
+          ReferenceBlockGradients(rows, len, hd, kb, scale, P.data(), dS.data(), Q(m0), DO(m0),
+                                  qs, K(n0), ks, part.data(), gqh + m0 * hd, gkh + n0 * hd,
+                                  gvh + n0 * hd);
       }
     }
     for (int64_t t = 0; t < T; ++t) {

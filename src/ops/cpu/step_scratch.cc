@@ -48,7 +48,8 @@ StepScratch CpuFp32Backend::StepScratchBytes(const StepShape& s) const {
 // ops' own scratch), and the ops' per-thread buffers (fsdp_bf16.cc), each the largest call's:
 //   a  N·in of a linear's dx product, N·width of RoPE's backward, chunk·D of the LM head's dx;
 //   b  out·in of a linear's weight gradient, V·D of the LM head's summed one;
-//   c  V·D, the LM head's weight gradient of one chunk;
+//   c  V·D, the LM head's weight gradient of one chunk (on the oneDNN path only: ATen's loops
+//      continue one sum over all chunks in b);
 //   w  the widest norm gain, rounded;
 //   m  the largest matmul weight, rounded (the LM head's V·D included);
 //   z  N, the LM head's lse² terms.
@@ -66,7 +67,8 @@ StepScratch CpuBf16FsdpBackend::StepScratchBytes(const StepShape& s) const {
   }
   for (int64_t width : s.rope_widths) a = std::max(a, N * static_cast<uint64_t>(width));
   for (int64_t width : s.norm_widths) w = std::max(w, static_cast<uint64_t>(width));
-  const FsdpScratch f{4 * a, 4 * b, 4 * V * D, 4 * w, 4 * m, 4 * N};
+  const uint64_t chunk_grad = TorchCpuPathInUse() == TorchCpuPath::kOneDnn ? V * D : 0;
+  const FsdpScratch f{4 * a, 4 * b, 4 * chunk_grad, 4 * w, 4 * m, 4 * N};
   out.op_scratch = f.bytes();
   return out;
 }

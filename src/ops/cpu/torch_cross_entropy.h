@@ -24,7 +24,8 @@ namespace replica {
 float SleefExpF(float x);
 float SleefLogF(float x);
 
-// Vectorized<float>'s width on the AVX-512 CPU OLMo-core's bf16 references were made on.
+// Vectorized<float>'s width on AVX-512 CPUs (the CPU OLMo-core's bf16 references were made on);
+// on AVX2 it is 8.
 constexpr int kTorchLossLanes = 16;
 
 // One row of log_softmax's statistics: *max = max x, returns log Σ exp(x − max).
