@@ -95,6 +95,24 @@ check "bf16: step 1's loss inside OLMo-core's bound (the forward is OLMo-core's)
   'within "$tmp/bounds.step1.tsv" "$tmp/bf16/metrics.jsonl" bf16-step1 bf16-fsdp grad_norm'
 within "$FIX/bounds.bf16-budget.tsv" "$tmp/bf16/metrics.jsonl" bf16-budget bf16-fsdp loss,grad_norm
 
+# OLMo-core's bf16 run made on an AVX2 CPU (avx2/: no AVX-512, so torch's bf16 GEMMs are ATen's
+# own loops), followed with that kind's kernels whatever CPU runs this: loss and grad norm held
+# inside OLMo-core's bf16 self-envelope (ATEN_CPU_CAPABILITY=default, micro-batches of 1) at every
+# step, lr and skipped steps as OLMo-core's. Step 1 is OLMo-core's to the bit (its gradients; the
+# grad norm is replica's double norm of them), the optimizer step and MKL's sin/cos are not.
+AVX2=$FIX/avx2
+avx2_tokens=$(awk -F'\t' '$1 == "tokens" {print $2}' "$AVX2/paths.txt")
+"$BIN" train "$AVX2/config.bf16.json" --run-dir "$tmp/bf16-avx2" --path-map "$avx2_tokens=$tmp/tokens" \
+  --set init.from_checkpoint="$FIX/step0" --set init.reset_step=false \
+  --set compute.torch_cpu=avx2 --quiet > "$tmp/bf16-avx2.out" 2>&1
+rc=$?
+check "train OLMo-core's AVX2 bf16 config.json with --set compute.torch_cpu=avx2 exits 0 ($(tail -3 "$tmp/bf16-avx2.out"))" \
+  '[ $rc -eq 0 ]'
+check "bf16 (AVX2 kind): loss, grad norm, lr and skipped steps inside OLMo-core's envelope at every step" \
+  'within "$AVX2/bounds.bf16.tsv" "$tmp/bf16-avx2/metrics.jsonl" bf16-avx2 bf16-fsdp'
+check "bf16 (AVX2 kind): the run logs the kind it followed" \
+  'grep -q "torch'"'"'s avx2 CPU kernels followed" "$tmp/bf16-avx2/train.log"'
+
 "$BIN" train "$FIX/config.resume.json" --run-dir "$tmp/resume" "${maps[@]}" \
   --path-map "$step30_prefix=$FIX/step30" --quiet > "$tmp/resume.out" 2>&1
 rc=$?

@@ -65,11 +65,11 @@ def as_replica_metrics(run_dir, metrics, field_values=None):
             out.write(json.dumps(row) + "\n")
 
 
-def plots(replica, r, cmp, out_dir):
+def plots(replica, r, cmp, out_dir, precisions=("fp32", "bf16")):
     """replica plot of OLMo-core's and replica's curves, and of replica's per-step loss
     difference beside OLMo-core's self-envelope (each drawn as a run's `loss`)."""
     written = []
-    for prec in ("fp32", "bf16"):
+    for prec in precisions:
         base = os.path.join(out_dir, prec)
         shutil.rmtree(base, ignore_errors=True)
         oc, rp = r["olmo_core"][prec], r["replica"][prec]
@@ -94,6 +94,31 @@ def copy_checkpoint(src, dst):
     shutil.copytree(src, dst)
 
 
+def write_bf16_kind(replica, r, cmp, work, out):
+    """The bf16 run of this CPU kind alone: what make test needs to hold replica's bf16 follow
+    of it (olmo_core_follow.sh); the step-0 weights are the fixture's (a seeded init, the same
+    bits on every machine)."""
+    import torch
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(os.path.join(r["dirs"]["bf16"], "config.json"), os.path.join(out, "config.bf16.json"))
+    for name in ("bf16", "bf16.perturbed", "bf16.perturbed-mb1"):
+        f.write_jsonl_metrics(os.path.join(out, f"olmo_core.{name}.jsonl"), r["olmo_core"][name])
+    c = cmp["bf16"]
+    bounds_tsv(os.path.join(out, "bounds.bf16.tsv"), r["olmo_core"]["bf16"], c["bound"], c["steps"])
+    with open(os.path.join(out, "paths.txt"), "w", encoding="utf-8") as pf:
+        pf.write(f"tokens\t{os.path.join(work, 'tokens')}\n")
+    summary = {"perturbation": r["perturbation"]["bf16"], "machine": f.machine(),
+               "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+               "bf16": f.first_and_largest(c["replica"], c["bound"], c["steps"])}
+    with open(os.path.join(out, "summary.json"), "w", encoding="utf-8") as sf:
+        json.dump(summary, sf, indent=2)
+        sf.write("\n")
+    write_versions(out, "tools/crosscheck/generate_olmo_core_run.py --replica build/replica "
+                        "--work WORKDIR --bf16-kind-out " + os.path.relpath(out, REPO))
+    log("plots:", plots(replica, r, cmp, os.path.join(work, "plots-bf16-kind"), ("bf16",)))
+    log(f"wrote {out}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--replica", required=True)
@@ -102,6 +127,10 @@ def main():
     ap.add_argument("--new-tokenizer", action="store_true")
     ap.add_argument("--reuse", action="store_true",
                     help="keep OLMo-core runs already finished in WORKDIR (after a failure)")
+    ap.add_argument("--bf16-kind-out", metavar="DIR",
+                    help="write only the bf16 run made on this CPU kind into DIR (its config, "
+                         "OLMo-core's metrics, bounds.bf16.tsv, paths.txt, summary.json), for "
+                         "following it with compute.torch_cpu set to this kind")
     args = ap.parse_args()
     f.REUSE = args.reuse
     replica = os.path.abspath(args.replica)
@@ -115,6 +144,9 @@ def main():
     r = f.run_all(replica, work, tok)
     cmp = f.comparisons(r)
     d = r["dirs"]
+    if args.bf16_kind_out:
+        write_bf16_kind(replica, r, cmp, work, os.path.abspath(args.bf16_kind_out))
+        return
     shutil.copy(os.path.join(d["fp32"], "config.json"), os.path.join(out, "config.json"))
     shutil.copy(os.path.join(d["resume"], "config.json"), os.path.join(out, "config.resume.json"))
     shutil.copy(os.path.join(d["bf16"], "config.json"), os.path.join(out, "config.bf16.json"))
