@@ -1,9 +1,11 @@
 // Attention as torch's CPU flash kernel (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp, its
 // bf16 path) computes it (fsdp_bf16.h): the same query and key blocks, the same fp32 sums in the
-// same orders where they decide a bf16 rounding, its fast exp in the forward. One (b, query head)
-// pair per task; every output element is owned by one task and summed in a fixed order, so
-// results do not depend on the thread count. The backward's block products are ordered GEMMs
-// (pair_order_gemm.h): SIMD across outputs, each output still one accumulator in its order.
+// same orders where they decide a bf16 rounding, its fast exp in the forward, each as the
+// TorchCpuPath followed builds it (ATen's own GEMM loops on AVX2, oneDNN's on AVX-512). One
+// (b, query head) pair per task; every output element is owned by one task and summed in a fixed
+// order, so results do not depend on the thread count. On the oneDNN path the backward's block
+// products are ordered GEMMs (pair_order_gemm.h): SIMD across outputs, each output still one
+// accumulator in its order.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -50,7 +52,9 @@ Visibility MakeVisibility(const AttentionShape& s) {
 
 // The softmax scale as torch's sdp::calculate_scale forms it: 1/sqrt(head dim) in double, then
 // rounded to float once.
-float TorchScale(int64_t hd) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))); }
+float TorchScale(int64_t hd) {
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+}
 
 // Σ a·b with one fp32 accumulator in index order (the kernel's fp32-output GEMMs and row sums).
 float Dot(const float* a, const float* b, int64_t n) {
@@ -277,7 +281,8 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
         const float m_new = std::max(m, bm);
         // The kernel's vector loop takes whole 8-element chunks of the block with the fast exp,
         // its scalar tail std::exp (kReference); on the oneDNN path every key the fast exp.
-        const int64_t vector_end = path == TorchCpuPath::kReference ? n0 + len - len % 8 : n0 + len;
+        const int64_t vector_end =
+            path == TorchCpuPath::kReference ? n0 + len - len % 8 : n0 + len;
         for (int64_t j = j0; j < j1; ++j) {
           float& pj = p[static_cast<size_t>(j - n0)];
           pj = j < vector_end ? FastExp(pj - m_new) : std::exp(pj - m_new);
