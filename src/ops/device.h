@@ -19,6 +19,7 @@ namespace replica {
 struct ComputeSettings {
   Precision precision = Precision::kFp32;
   std::string isa;          // the cap in use, in the device's spelling (cpu: avx2, avx512, amx)
+  std::string torch_cpu;    // bf16-fsdp: the CPU kind whose torch kernels are followed; else ""
   nlohmann::json json;      // {"precision", "isa", ...what the device adds}
   std::string description;  // one line naming only what the precision uses
 

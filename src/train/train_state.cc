@@ -58,7 +58,7 @@ std::string StringField(const nlohmann::json& j, const char* key, const std::str
 }  // namespace
 
 nlohmann::json TrainState::ToJson() const {
-  return {
+  nlohmann::json j = {
       {"format", "replica-train-state"},
       {"version", 1},
       {"step", step},
@@ -79,6 +79,8 @@ nlohmann::json TrainState::ToJson() const {
         {"consecutive", non_finite_consecutive},
         {"first_step", non_finite_first_step}}},
   };
+  if (!torch_cpu.empty()) j["torch_cpu"] = torch_cpu;  // bf16-fsdp only: other states unchanged
+  return j;
 }
 
 TrainState TrainState::FromJson(const nlohmann::json& j, const std::string& source) {
@@ -103,7 +105,8 @@ TrainState TrainState::FromJson(const nlohmann::json& j, const std::string& sour
   s.world_size = IntField(j, "world_size", source);
   s.micro_batch_instances = IntField(j, "micro_batch_instances", source);
   s.adam_step = IntField(j, "adam_step", source);
-  for (auto [key, field] : {std::pair{"precision", &s.precision}, std::pair{"isa", &s.isa}}) {
+  for (auto [key, field] : {std::pair{"precision", &s.precision}, std::pair{"isa", &s.isa},
+                            std::pair{"torch_cpu", &s.torch_cpu}}) {
     if (!j.contains(key)) continue;
     Require(j[key].is_string(), "{}: field '{}' must be a string", source, key);
     *field = j[key].get<std::string>();

@@ -10,6 +10,8 @@
 //    "world_size", "micro_batch_instances", "adam_step",
 //    "precision", "isa",                     compute settings the state was trained in (absent
 //                                            in older checkpoints: read as fp32, "")
+//    "torch_cpu",                            bf16-fsdp only: the CPU kind whose torch kernels
+//                                            it followed (absent otherwise: read as "")
 //    "non_finite": {"total", "consecutive", "first_step"}}   NonFiniteGuard's count: steps not
 //                                            applied so far, the current run of them in a row
 //                                            and its first step (absent in older checkpoints: 0)
@@ -35,6 +37,7 @@ struct TrainState {
   int64_t adam_step = 0;
   std::string precision = "fp32";  // compute.precision of the run that wrote it
   std::string isa;                 // the ISA it ran on ("" when unknown)
+  std::string torch_cpu;           // bf16-fsdp: the torch CPU kind followed ("" otherwise)
   int64_t non_finite_total = 0;        // steps whose update was not applied (non-finite)
   int64_t non_finite_consecutive = 0;  // of them, the run in a row ending at `step`
   int64_t non_finite_first_step = 0;   // first step of that run (0 when there is none)

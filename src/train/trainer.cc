@@ -429,14 +429,29 @@ void TrainingRun::OpenOutputs() {
   if (const std::string note = cfg_.model.ContextBeyondRope(cfg_.data.seq_len); !note.empty())
     log_->Line("warning: data.seq_len: " + note);
   const std::optional<TrainState>& saved = start_.saved;
-  if (saved && (saved->precision != precision_name_ ||
-                (!saved->isa.empty() && saved->isa != isa_name_) || saved->world_size != opt_.world)) {
+  // An unknown ISA or torch kind ("": a checkpoint older than the field) is no switch by itself.
+  const auto moved = [](const std::string& was, const std::string& now) {
+    return !was.empty() && !now.empty() && was != now;
+  };
+  if (saved && (saved->precision != precision_name_ || moved(saved->isa, isa_name_) ||
+                moved(saved->torch_cpu, compute_.torch_cpu) || saved->world_size != opt_.world)) {
     // The device switch: same trajectory, other numerics or hardware from here on.
-    const nlohmann::json from = {{"precision", saved->precision}, {"isa", saved->isa},
-                                 {"world_size", saved->world_size}};
-    const nlohmann::json to = {{"precision", precision_name_}, {"isa", isa_name_},
-                               {"world_size", opt_.world}};
+    nlohmann::json from = {{"precision", saved->precision}, {"isa", saved->isa},
+                           {"world_size", saved->world_size}};
+    nlohmann::json to = {{"precision", precision_name_}, {"isa", isa_name_},
+                         {"world_size", opt_.world}};
+    if (!saved->torch_cpu.empty() || !compute_.torch_cpu.empty()) {
+      from["torch_cpu"] = saved->torch_cpu;
+      to["torch_cpu"] = compute_.torch_cpu;
+    }
     log_->Line(fmt::format("compute switch at step {}: {} -> {}", step_, from.dump(), to.dump()));
+    if (saved->world_size != opt_.world && cfg_.train.micro_batch_layout == "contiguous")
+      log_->Line(fmt::format(
+          "warning: train.micro_batch_layout contiguous: {} -> {} ranks; with this layout a "
+          "step's sums depend on the number of ranks (as OLMo-core's do), so the steps from here "
+          "are not bit for bit those a {}-rank run takes (`strided` keeps them the same on any "
+          "number of ranks)",
+          saved->world_size, opt_.world, saved->world_size));
     // Recorded with the first step run after the switch: a resume from this same checkpoint
     // drops it with that step's other lines, so it is never written twice.
     if (metrics_)
@@ -640,6 +655,7 @@ void TrainingRun::SaveCheckpoint(int64_t s) {
   st.micro_batch_instances = shape_.micro;
   st.precision = precision_name_;
   st.isa = isa_name_;
+  st.torch_cpu = compute_.torch_cpu;
   st.non_finite_total = non_finite_.total();
   st.non_finite_consecutive = non_finite_.consecutive();
   st.non_finite_first_step = non_finite_.first_step();

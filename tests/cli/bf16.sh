@@ -210,5 +210,40 @@ for name, frm, to in (("S1", "fp32", "bf16"), ("S2", "bf16", "fp32")):
         worst = max(worst, abs(loss[s] - (f32[s] if to == "fp32" else b16[s])))
     print(f"{name} ({frm} -> {to} at step 10): largest gap to the unswitched {to} run {worst:.3e}")
 PY
+
+# bf16-fsdp: the torch CPU kind a run follows is in its state.json; a resume under the other kind
+# is a compute switch like any other. A contiguous-layout run resumed on another number of ranks
+# says that its steps now depend on that number.
+train 1 "$tmp/K" --set train.max_steps=10 --set compute.precision=bf16-fsdp \
+  --set compute.torch_cpu=avx512 || FAIL "torch kind part 1: $(tail -5 "$tmp/K.log")"
+grep -q '"torch_cpu": *"avx512"' "$tmp/K/checkpoints/step-00000010/state.json" \
+  || FAIL "state.json lacks torch_cpu avx512"
+grep -q '"torch_cpu"' "$tmp/F32/checkpoints/step-00000020/state.json" \
+  && FAIL "an fp32 state.json names a torch kind"
+train 1 "$tmp/K" --set train.max_steps=12 --set compute.precision=bf16-fsdp \
+  --set compute.torch_cpu=avx2 || FAIL "torch kind part 2: $(tail -5 "$tmp/K.log")"
+grep -q 'compute switch at step 10: .*"torch_cpu":"avx512".* -> .*"torch_cpu":"avx2"' \
+  "$tmp/K/train.log" || FAIL "train.log lacks the torch kind switch: $(grep switch "$tmp/K/train.log")"
+python3 - "$tmp/K/metrics.jsonl" <<'PY' || FAIL "torch kind switch in metrics"
+import json, sys
+sw = [json.loads(l) for l in open(sys.argv[1]) if "compute_switch" in l]
+assert len(sw) == 1 and sw[0]["step"] == 11, sw
+assert sw[0]["compute_switch"]["from"]["torch_cpu"] == "avx512", sw
+assert sw[0]["compute_switch"]["to"]["torch_cpu"] == "avx2", sw
+PY
+train 1 "$tmp/K2" --set train.max_steps=10 --set compute.precision=bf16-fsdp \
+  --set compute.torch_cpu=avx2 || FAIL "torch kind resume part 1"
+train 1 "$tmp/K2" --set compute.precision=bf16-fsdp --set train.max_steps=12 \
+  --set compute.torch_cpu=avx2 || FAIL "torch kind resume part 2"
+grep -q "compute switch" "$tmp/K2/train.log" && FAIL "a resume under the same torch kind is a switch"
+if [ ${#MPI[@]} -gt 0 ]; then
+  train 2 "$tmp/C" --set train.max_steps=10 --set train.micro_batch_layout=contiguous \
+    || FAIL "contiguous part 1"
+  train 1 "$tmp/C" --set train.micro_batch_layout=contiguous || FAIL "contiguous part 2"
+  grep -q "warning: train.micro_batch_layout contiguous: 2 -> 1 ranks" "$tmp/C/train.log" \
+    || FAIL "train.log lacks the contiguous-layout warning"
+  grep -q "warning: train.micro_batch_layout" "$tmp/S1/train.log" \
+    && FAIL "a strided run warned of its layout"
+fi
 [ $fail -eq 0 ] && echo "PASS"
 exit $fail

@@ -1,6 +1,7 @@
 // TrainState (a checkpoint's state.json): every field round-trips, including the non-finite step
 // counts; a checkpoint written before they existed reads them as 0; inconsistent counts are an
-// Error naming the file and the field.
+// Error naming the file and the field; the torch CPU kind of a bf16-fsdp run round-trips and is
+// absent (read as "") for every other run.
 #include "train/train_state.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +62,22 @@ TEST(TrainState, InconsistentNonFiniteCountsAreRefused) {
     EXPECT_NE(err.find("ckpt/state.json"), std::string::npos) << bad.dump() << ": " << err;
     EXPECT_NE(err.find("non_finite"), std::string::npos) << bad.dump() << ": " << err;
   }
+}
+
+TEST(TrainState, TorchCpuKindIsWrittenOnlyForBf16Fsdp) {
+  TrainState s = Sample();
+  EXPECT_FALSE(s.ToJson().contains("torch_cpu"));
+  EXPECT_EQ(TrainState::FromJson(s.ToJson(), "state.json").torch_cpu, "");
+  s.precision = "bf16-fsdp";
+  s.torch_cpu = "avx2";
+  const nlohmann::json j = s.ToJson();
+  EXPECT_EQ(j["torch_cpu"], "avx2");
+  EXPECT_EQ(TrainState::FromJson(j, "state.json").torch_cpu, "avx2");
+  nlohmann::json bad = j;
+  bad["torch_cpu"] = 2;
+  const std::string err = test::ErrorOf([&] { TrainState::FromJson(bad, "ckpt/state.json"); });
+  EXPECT_NE(err.find("ckpt/state.json"), std::string::npos) << err;
+  EXPECT_NE(err.find("torch_cpu"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ class Cpu final : public Device {
     ComputeSettings s;
     s.precision = precision;
     s.isa = IsaName(isa);
+    if (precision == Precision::kBf16Fsdp) s.torch_cpu = TorchCpuPathName(torch_cpu);
     s.json = SettingsJson(precision, isa);
     s.description = SettingsLine(precision);
     return s;
