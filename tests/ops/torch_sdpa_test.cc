@@ -2,8 +2,11 @@
 // tools/crosscheck/generate_torch_sdpa.py on an AVX2 CPU, where torch computes the backward's bf16
 // GEMMs in ATen's reference loops): F.scaled_dot_product_attention as OLMo-core's torch backend
 // calls it on bf16 q, k, v (k and v repeated per query head, a sliding window as a bool mask,
-// else is_causal), its log-sum-exp and autograd's dq, dk, dv, followed on the kReference path.
-// Head dims 8, 16, 24, 64 and 128, key blocks with and without 8- and 16-key tails, GQA.
+// else is_causal), its log-sum-exp and autograd's dq, dk, dv, followed on the kReference path,
+// every element bit for bit. Head dims 8, 16, 24, 64 and 128, key blocks with and without 8- and
+// 16-key tails, GQA; 200 and 300 keys (the forward's P·V sum in two pieces), 700 and 800 (two
+// key blocks, the first summed in pieces of 192 keys); last query blocks of 1 and 2 queries (the
+// forward's scores in eight lanes).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -28,7 +31,6 @@ const std::string kDir = std::string(REPLICA_TEST_DATA) + "/reference/torch_sdpa
 TEST(TorchSdpa, TheReferencePathIsTorchsAvx2Kernel) {
   const auto j = nlohmann::json::parse(ReadFile(kDir + "cases.json"));
   ASSERT_EQ(j["cpu_capability"], "AVX2");
-  int64_t out_total = 0, out_equal = 0, lse_total = 0, lse_equal = 0;
   for (const auto& c : j["cases"]) {
     const std::string name = c["name"];
     SCOPED_TRACE(name);
@@ -47,26 +49,15 @@ TEST(TorchSdpa, TheReferencePathIsTorchsAvx2Kernel) {
     std::vector<float> out(nq), lse(nl), dq(nq, 0.0f), dk(nk, 0.0f), dv(nk, 0.0f);
     FsdpAttentionForward(s, q.data(), k.data(), v.data(), out.data(), lse.data(),
                          TorchCpuPath::kReference);
-    out_total += static_cast<int64_t>(nq);
-    out_equal += BitEqualCount(out, out_ref);
-    lse_total += static_cast<int64_t>(nl);
-    lse_equal += BitEqualCount(lse, lse_ref);
+    EXPECT_EQ(BitEqualCount(out, out_ref), static_cast<int64_t>(nq));
+    EXPECT_EQ(BitEqualCount(lse, lse_ref), static_cast<int64_t>(nl));
     // The backward from torch's own forward: every gradient element torch's.
     FsdpAttentionBackward(s, q.data(), k.data(), v.data(), out_ref.data(), lse_ref.data(),
                           dout.data(), dq.data(), dk.data(), dv.data(), TorchCpuPath::kReference);
     EXPECT_EQ(BitEqualCount(dq, dq_ref), static_cast<int64_t>(nq));
     EXPECT_EQ(BitEqualCount(dk, dk_ref), static_cast<int64_t>(nk));
     EXPECT_EQ(BitEqualCount(dv, dv_ref), static_cast<int64_t>(nk));
-    // The head dims 16 (the follow run's) have no residual in the forward either.
-    if (s.hd == 16) {
-      EXPECT_EQ(BitEqualCount(out, out_ref), static_cast<int64_t>(nq));
-      EXPECT_EQ(BitEqualCount(lse, lse_ref), static_cast<int64_t>(nl));
-    }
   }
-  // Over all cases: one output element in 5·10⁴ and one lse row in 500 differ (by one bf16 and
-  // one fp32 ulp: an fp32 order of the forward not found, docs/bf16-fsdp-spec.md §3).
-  EXPECT_GE(out_equal, out_total - 2) << out_equal << " of " << out_total;
-  EXPECT_GE(lse_equal, lse_total - 1) << lse_equal << " of " << lse_total;
 }
 
 }  // namespace

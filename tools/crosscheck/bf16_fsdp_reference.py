@@ -16,7 +16,9 @@ QK-norm over the flattened heads, RoPE (theta 500000, full precision), GQA, slid
 32/32/32/full, SwiGLU, untied LM head, z-loss. Window sizes come from `windows`.
 
 docs/bf16-fsdp-spec.md states every rounding point with its evidence; this file is its
-executable form.
+executable form for the CPU kind with AVX-512 (`compute.torch_cpu: avx512`, sections 1 to 8). The
+AVX2 kind's orders (section 9) are not written out here: replica's C++ follows them and is checked
+against torch's own ops directly (tests/ops/torch_sdpa_test.cc, torch_linear_test.cc).
 """
 import numpy as np
 import torch

@@ -63,6 +63,22 @@ float Dot(const float* a, const float* b, int64_t n) {
   return acc;
 }
 
+// Σ a·b in eight lanes (element d into lane d mod 8 over whole 8-element chunks), the lanes folded
+// i + (i + 4), then + 2, + 1, the rest added one by one: the avx2 kind's forward scores for a
+// query block of fewer than 4 queries (measured exact at head dims 16 and 24; at 64 and 128 the
+// kernel's order is another, not found, and this one is the closer of those tried).
+float EightLaneDot(const float* a, const float* b, int64_t n) {
+  float lane[8] = {};
+  const int64_t whole = n - n % 8;
+  for (int64_t c = 0; c < whole; c += 8)
+    for (int e = 0; e < 8; ++e) lane[e] += a[c + e] * b[c + e];
+  for (int width = 4; width >= 1; width /= 2)
+    for (int e = 0; e < width; ++e) lane[e] = lane[e] + lane[e + width];
+  float acc = lane[0];
+  for (int64_t d = whole; d < n; ++d) acc += a[d] * b[d];
+  return acc;
+}
+
 // ATen's fexp_u20 (the flash kernel's exp of s − max for bf16 inputs): 2^(x log2 e) with the
 // fraction corrected by a cubic and put together in the exponent bits.
 float FastExp(float x) {
@@ -138,6 +154,22 @@ int64_t QueryBlock(int64_t T) {
   return std::min<int64_t>(T >= 768 ? 256 : T >= 192 ? 64 : 32, T);
 }
 int64_t KeyBlock(int64_t T) { return std::min(kFsdpAttentionKeyBlock, T); }
+
+// Where the forward's P·V GEMM on the avx2 kind (bf16 operands, fp32 output) restarts its sum
+// over the block's `len` keys, for a query block of `rows` queries: each piece is summed from
+// zero in key order, then added into the output. Up to 192 keys, or fewer than 4 queries, one
+// piece; up to 384 keys, two halves (the first len / 2 keys); beyond, pieces of 192 keys and the
+// remainder (measured against torch's kernel: docs/bf16-fsdp-spec.md §9). Returns the piece
+// boundaries after 0, ending with len.
+std::vector<int64_t> ReferencePvPieces(int64_t len, int64_t rows) {
+  constexpr int64_t kDepth = 192;
+  if (len <= kDepth || rows < 4) return {len};
+  if (len <= 2 * kDepth) return {len / 2, len};
+  std::vector<int64_t> ends;
+  for (int64_t e = kDepth; e < len; e += kDepth) ends.push_back(e);
+  ends.push_back(len);
+  return ends;
+}
 
 // The backward's scores as ATen's reference loop computes the block's scale · kᵀq: for each
 // query, the keys' fp32 accumulators start at 0 and take, dimension by dimension in index order,
@@ -254,7 +286,7 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
   ProfileScope profile_scope(ProfileCategory::kAttention);
   const int64_t B = s.B, T = s.T, H = s.H, KV = s.KV, hd = s.hd, group = H / KV;
   const float scale = TorchScale(hd);
-  const int64_t kb = KeyBlock(T);
+  const int64_t qb = QueryBlock(T), kb = KeyBlock(T);
   const Visibility vis = MakeVisibility(s);
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1 && B * H * T * T * hd >= (1 << 20))
   for (int64_t bh = 0; bh < B * H; ++bh) {
@@ -264,6 +296,8 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
     for (int64_t i = 0; i < T; ++i) {
       const float* qi = q + ((b * T + i) * H + h) * hd;
       const int64_t lo = vis.Lo(b, i);
+      const int64_t block_rows = std::min(qb, T - i / qb * qb);  // queries in i's query block
+      const bool few_rows = path == TorchCpuPath::kReference && block_rows < 4;
       float m = kNegInf, l = 0;
       std::fill(dst.begin(), dst.end(), 0.0f);
       for (int64_t n0 = 0; n0 <= i; n0 += kb) {
@@ -274,7 +308,8 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
         float bm = kNegInf;
         std::fill(p.begin(), p.end(), 0.0f);
         for (int64_t j = j0; j < j1; ++j) {
-          const float sj = Dot(qi, k + ((b * T + j) * KV + kvh) * hd, hd) * scale;
+          const float* kj = k + ((b * T + j) * KV + kvh) * hd;
+          const float sj = (few_rows ? EightLaneDot(qi, kj, hd) : Dot(qi, kj, hd)) * scale;
           p[static_cast<size_t>(j - n0)] = sj;
           bm = std::max(bm, sj);
         }
@@ -288,14 +323,27 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
           pj = j < vector_end ? FastExp(pj - m_new) : std::exp(pj - m_new);
         }
         const float exp_old = std::exp(m - m_new);  // 0 while m is −inf
-        l = BlockRowSum(p.data(), len, path) + exp_old * l;
-        std::fill(blk.begin(), blk.end(), 0.0f);
-        for (int64_t j = j0; j < j1; ++j) {
-          const float pr = R(p[static_cast<size_t>(j - n0)]);
-          const float* vj = v + ((b * T + j) * KV + kvh) * hd;
-          for (int64_t d = 0; d < hd; ++d) blk[d] += pr * vj[d];
+        // The kernel's scalar sum + exp_old · l, which torch's AVX2 and AVX-512 builds contract
+        // into one fused multiply-add.
+        l = std::fma(exp_old, l, BlockRowSum(p.data(), len, path));
+        // dst ← dst · exp_old, then each piece of the block's keys summed from zero and added.
+        const std::vector<int64_t> pieces =
+            path == TorchCpuPath::kReference
+                ? ReferencePvPieces(len, block_rows)
+                : std::vector<int64_t>{len};
+        for (int64_t d = 0; d < hd; ++d) dst[d] = dst[d] * exp_old;
+        int64_t piece_begin = 0;
+        for (const int64_t piece_end : pieces) {
+          std::fill(blk.begin(), blk.end(), 0.0f);
+          const int64_t a0 = std::max(j0, n0 + piece_begin), a1 = std::min(j1, n0 + piece_end);
+          for (int64_t j = a0; j < a1; ++j) {
+            const float pr = R(p[static_cast<size_t>(j - n0)]);
+            const float* vj = v + ((b * T + j) * KV + kvh) * hd;
+            for (int64_t d = 0; d < hd; ++d) blk[d] += pr * vj[d];
+          }
+          for (int64_t d = 0; d < hd; ++d) dst[d] = dst[d] + blk[d];
+          piece_begin = piece_end;
         }
-        for (int64_t d = 0; d < hd; ++d) dst[d] = blk[d] + dst[d] * exp_old;
         m = m_new;
       }
       float* oi = out + ((b * T + i) * H + h) * hd;
