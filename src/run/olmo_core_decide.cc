@@ -16,6 +16,12 @@ std::string Num(double v) { return fmt::format("{}", v); }
 
 std::string Quote(const std::string& s) { return json(s).dump(); }
 
+// The JSON path a replica key came from: the field's own where the config set it, else `fallback`.
+template <typename Field>
+std::string SourceOf(const Field& field, const std::string& fallback) {
+  return field.set ? field.path : fallback;
+}
+
 // Python's round() on a float: round half to even.
 int64_t RoundHalfEven(double v) {
   const int old = std::fegetround();
@@ -132,7 +138,6 @@ void Importer::DecideModel(Decided& d) {
   auto add = [&](std::string key, std::string value, std::string from) {
     d.lines.push_back({std::move(key), std::move(value), std::move(from)});
   };
-  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // model
   const bool have_model = r_.block && r_.d_model.set && r_.vocab_size.set && r_.n_layers.set &&
@@ -201,14 +206,14 @@ void Importer::DecideModel(Decided& d) {
     add("model.max_position_embeddings", std::to_string(max_pos),
         "max(dataset.sequence_length, train_module.max_sequence_length)");
     add("model.initializer_range", Num(r_.init_std.set ? r_.init_std.value : 0.02),
-        src(r_.init_std, "TransformerConfig default init_std 0.02"));
+        SourceOf(r_.init_std, "TransformerConfig default init_std 0.02"));
     add("model.tie_word_embeddings", "false", "model.lm_head (a separate w_out)");
     add("model.pad_token_id", r_.pad_id.set ? std::to_string(r_.pad_id.value) : "null",
-        src(r_.pad_id, "dataset.tokenizer"));
+        SourceOf(r_.pad_id, "dataset.tokenizer"));
     add("model.eos_token_id", r_.eos_id.set ? std::to_string(r_.eos_id.value) : "null",
-        src(r_.eos_id, "dataset.tokenizer"));
+        SourceOf(r_.eos_id, "dataset.tokenizer"));
     add("model.bos_token_id", r_.bos_id.set ? std::to_string(r_.bos_id.value) : "null",
-        src(r_.bos_id, "dataset.tokenizer (bos_token_id absent)"));
+        SourceOf(r_.bos_id, "dataset.tokenizer (bos_token_id absent)"));
   }
 }
 
@@ -217,11 +222,10 @@ void Importer::DecideInit(Decided& d) {
   auto add = [&](std::string key, std::string value, std::string from) {
     d.lines.push_back({std::move(key), std::move(value), std::move(from)});
   };
-  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // init
   add("init.seed", std::to_string(r_.init_seed.set ? r_.init_seed.value : 0),
-      src(r_.init_seed, "model.init_seed (absent: TransformerConfig default 0)"));
+      SourceOf(r_.init_seed, "model.init_seed (absent: TransformerConfig default 0)"));
   if (r_.load_path.set && !r_.load_never) {
     const std::string local = MapPath(r_.load_path.value);
     if (local.find("://") != std::string::npos) {
@@ -236,10 +240,10 @@ void Importer::DecideInit(Decided& d) {
       add("init.from_checkpoint", Quote(local), r_.load_path.path);
     }
     add("init.reset_step", r_.load_trainer_state.value ? "false" : "true",
-        src(r_.load_trainer_state, "trainer.load_trainer_state (absent: true)"));
+        SourceOf(r_.load_trainer_state, "trainer.load_trainer_state (absent: true)"));
     add("init.load_optimizer",
         r_.load_optim_state.set && !r_.load_optim_state.value ? "false" : "true",
-        src(r_.load_optim_state, "trainer.load_optim_state (absent: true)"));
+        SourceOf(r_.load_optim_state, "trainer.load_optim_state (absent: true)"));
   }
 }
 
@@ -248,7 +252,6 @@ void Importer::DecideData(Decided& d) {
   auto add = [&](std::string key, std::string value, std::string from) {
     d.lines.push_back({std::move(key), std::move(value), std::move(from)});
   };
-  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // data
   {
@@ -266,15 +269,15 @@ void Importer::DecideData(Decided& d) {
   if (r_.packing.set) {
     add("data.packing", r_.packing.value, r_.packing.path + " (NumpyPackedFSLDatasetConfig)");
     add("data.long_doc_strategy", r_.long_doc_strategy.set ? r_.long_doc_strategy.value : "truncate",
-        src(r_.long_doc_strategy, "dataset.long_doc_strategy (absent: truncate)"));
+        SourceOf(r_.long_doc_strategy, "dataset.long_doc_strategy (absent: truncate)"));
     add("data.source_group_size",
         std::to_string(r_.source_group_size.set ? r_.source_group_size.value : 1),
-        src(r_.source_group_size, "dataset.source_group_size (absent: 1)"));
+        SourceOf(r_.source_group_size, "dataset.source_group_size (absent: 1)"));
   }
   if (r_.packing.set || (r_.generate_doc_lengths.set && r_.generate_doc_lengths.value))
     add("data.generate_doc_lengths",
         r_.generate_doc_lengths.set && r_.generate_doc_lengths.value ? "true" : "false",
-        src(r_.generate_doc_lengths, "dataset.generate_doc_lengths (absent: false)"));
+        SourceOf(r_.generate_doc_lengths, "dataset.generate_doc_lengths (absent: false)"));
   d.dtype =
       r_.dtype.set ? r_.dtype.value
                    : (r_.tok_vocab.set && r_.tok_vocab.value > 65536 ? "uint32" : "uint16");
@@ -429,7 +432,6 @@ void Importer::DecideOptim(Decided& d) {
   auto add = [&](std::string key, std::string value, std::string from) {
     d.lines.push_back({std::move(key), std::move(value), std::move(from)});
   };
-  auto src = [](const auto& s, const std::string& fallback) { return s.set ? s.path : fallback; };
 
   // optim
   const int64_t t_max = d.t_max;
@@ -488,7 +490,7 @@ void Importer::DecideOptim(Decided& d) {
                                                                   : "decay_fraction default 0.1"));
       }
       add("optim.schedule.decay_min_lr", Num(s.decay_min_lr.value),
-          src(s.decay_min_lr, "WSD default decay_min_lr 0"));
+          SourceOf(s.decay_min_lr, "WSD default decay_min_lr 0"));
     }
   } else {
     add("optim.schedule.type", "constant", "train_module.scheduler absent: constant LR");
