@@ -12,10 +12,8 @@ step fed, by --dump-batches, against OLMo-core's loader); and the committed refe
   usage: check_fsl_doc_lens.py --replica BUILD/replica --work DIR [--cases N] [--seed S]
                                [--skip-regen]
 """
-import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -138,18 +136,7 @@ def compare_trainer(replica, tset, paths, seq_len, work, name, seed, batch, step
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replica", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--cases", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--skip-regen", action="store_true", help="only the drawn cases")
-    a = ap.parse_args()
-    work = os.path.abspath(a.work)
-    os.makedirs(work, exist_ok=True)
-    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(2**32)
-    common.log(f"fsl_doc_lens: cases drawn with seed {seed}")
-    rng = random.Random(seed)
+    a, work, seed, rng = common.drawn_cases_setup("fsl_doc_lens", __doc__.splitlines()[0], 4)
 
     # `replica tokenize` of the bundled corpus (dolma2, uint32).
     tok_dir = os.path.join(work, "tokenized")

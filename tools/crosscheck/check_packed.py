@@ -19,9 +19,7 @@ import packed_ref as P  # noqa: E402  (no numpy import)
 if os.environ.get("NPY_DISABLE_CPU_FEATURES") != P.SCALAR_SORT_ENV["NPY_DISABLE_CPU_FEATURES"]:
     os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **P.SCALAR_SORT_ENV})
 
-import argparse  # noqa: E402
 import json  # noqa: E402
-import random  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
@@ -132,18 +130,7 @@ def compare(replica, case, work):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replica", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--cases", type=int, default=8)
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--skip-regen", action="store_true", help="only the drawn cases")
-    a = ap.parse_args()
-    work = os.path.abspath(a.work)
-    os.makedirs(work, exist_ok=True)
-    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(2**32)
-    common.log(f"packed: cases drawn with seed {seed}")
-    rng = random.Random(seed)
+    a, work, seed, rng = common.drawn_cases_setup("packed", __doc__.splitlines()[0], 8)
     for k in range(a.cases):
         case = random_case(rng, k)
         t0 = time.time()

@@ -131,3 +131,23 @@ def rel_err(a, b):
     nb = float(np.linalg.norm(b))
     d = float(np.linalg.norm(a - b))
     return d / nb if nb > 0 else (0.0 if d == 0 else math.inf)
+
+
+def drawn_cases_setup(area, description, default_cases):
+    """The command line of a check that draws random cases (--replica, --work, --cases, --seed,
+    --skip-regen), its work directory made, and the draw: returns (args, work, seed, rng). The
+    seed is logged so that a failing draw can be repeated with --seed."""
+    import argparse
+    import random
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--replica", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--cases", type=int, default=default_cases)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--skip-regen", action="store_true", help="only the drawn cases")
+    args = ap.parse_args()
+    work = os.path.abspath(args.work)
+    os.makedirs(work, exist_ok=True)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    log(f"{area}: cases drawn with seed {seed}")
+    return args, work, seed, random.Random(seed)
