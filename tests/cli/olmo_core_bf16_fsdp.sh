@@ -13,7 +13,8 @@
 #  - the bf16 precision's logits are not OLMo-core's (the check sees the difference).
 # On the batch made on an AVX2 CPU (avx2/, --torch-cpu avx2): the logits, the CE, the mean lse² and
 # every parameter gradient are OLMo-core's bit for bit; followed as the other kind (avx512), the
-# logits are not (the choice matters).
+# logits are not (the choice matters). On the 500-token AVX2 batch (avx2-long/): logits and CE bit
+# for bit, gradients within 1e-2 (torch's RoPE table is MKL's sin and cos).
 #   usage: olmo_core_bf16_fsdp.sh <replica-binary> <repo-root>
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -60,6 +61,21 @@ j = json.load(open(sys.argv[1]))
 print("|logit diff| %.3g, CE %r vs %r, grad rel %.3g, largest per-tensor %.3g" % (j["max_abs_logit_diff"], j["loss"], j["loss_ref"], j["grad_global_rel_err"], j["grad_max_rel_err"]))' "$tmp/avx2.json")
 check "AVX2-made batch: logits, CE, mean lse² and every gradient OLMo-core's bit for bit ($summary)" \
   'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j[\"max_abs_logit_diff\"] == 0 and j[\"loss\"] == j[\"loss_ref\"] and j[\"lse_sq_mean\"] == j[\"lse_sq_mean_ref\"] and j[\"grad_global_rel_err\"] == 0 and j[\"grad_max_rel_err\"] == 0 else 1)" "$tmp/avx2.json"'
+# One sequence of 500 tokens made on the AVX2 VM: the attention's P·V is summed in torch's
+# 192-key pieces. Logits and CE are OLMo-core's bit for bit; the gradients are not, only because
+# torch's sin and cos (MKL's) differ from this machine's in 318 of the RoPE table's 4,000
+# entries (with torch's own table they are bit for bit: docs/bf16-fsdp-spec.md §9).
+"$BIN" parity --model "$MODEL" --reference "$REF/avx2-long/batch-5-1x500.safetensors" --grads \
+  --z-loss 1e-5 --precision bf16-fsdp --torch-cpu avx2 --max-kl 1 --min-top1 0 --max-grad-rel 1 \
+  --json > "$tmp/long.json" 2> "$tmp/long.json.err"
+rc=$?
+check "parity on the 500-token AVX2 batch exits 0 ($(tail -1 "$tmp/long.json.err"))" '[ $rc -eq 0 ]'
+summary=$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("|logit diff| %.3g, CE %r vs %r, grad rel %.3g" % (j["max_abs_logit_diff"], j["loss"], j["loss_ref"], j["grad_global_rel_err"]))' "$tmp/long.json")
+check "500-token AVX2 batch: logits and CE bit for bit, gradients within 1e-2 ($summary)" \
+  'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j[\"max_abs_logit_diff\"] == 0 and j[\"loss\"] == j[\"loss_ref\"] and j[\"grad_global_rel_err\"] <= 1e-2 else 1)" "$tmp/long.json"'
 par avx512 "$tmp/avx2-as-avx512.json"
 check "AVX2-made batch followed as avx512: the logits differ" \
   'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j[\"max_abs_logit_diff\"] > 0 else 1)" "$tmp/avx2-as-avx512.json"'

@@ -6,7 +6,7 @@
 // every element bit for bit. Head dims 8, 16, 24, 64 and 128, key blocks with and without 8- and
 // 16-key tails, GQA; 200 and 300 keys (the forward's P·V sum in two pieces), 700 and 800 (two
 // key blocks, the first summed in pieces of 192 keys); last query blocks of 1 and 2 queries (the
-// forward's scores in eight lanes).
+// forward's scores in eight lanes); the follow model's attention at 300 and 500 tokens.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -5,7 +5,9 @@
 OLMo-core's train module is built as tools/olmo_core_train.py builds it for `--precision bf16`
 (FSDP on one gloo process, the model of tests/data/reference/olmo_core_run), loaded with that
 fixture's step-0 weights (step0/model.safetensors), and run on seeded batches of 4 × 128 tokens
-(one micro-batch). Each batch-<seed>.safetensors is a reference dump (docs/formats.md) for
+(one micro-batch; `--shape BxT` another shape of at most 512 tokens, OLMo-core's micro-batch for
+that config, written as batch-<seed>-<shape>.safetensors). Each batch-<seed>.safetensors is a
+reference dump (docs/formats.md) for
 `replica parity --reference DUMP --grads --z-loss 1e-5 --precision bf16-fsdp`: input_ids, labels,
 OLMo-core's bf16 logits (lm_head.w_out's output), its CE (`loss`), mean lse² (`z_loss`, no
 multiplier) and the gradients of CE + 1e-5·z-loss as FSDP leaves them (fp32 of the bf16
@@ -59,28 +61,33 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                     help="comma-separated batch seeds (default: %(default)s)")
+    ap.add_argument("--shape", default="4x128",
+                    help="instances x tokens of the micro-batch (default: %(default)s)")
     args = ap.parse_args()
+    n_inst, n_tok = (int(x) for x in args.shape.split("x"))
     os.makedirs(args.out, exist_ok=True)
     import torch
     tm = probe.build(args.threads)
     probe.load_weights(tm, probe.DEFAULT_WEIGHTS)
     for seed in (int(x) for x in args.seeds.split(",")):
         g = torch.Generator().manual_seed(seed)
-        ids = torch.randint(2, 384, (4, 128), generator=g, dtype=torch.long)
+        ids = torch.randint(2, 384, (n_inst, n_tok), generator=g, dtype=torch.long)
         tensors = step_dump(tm, ids)
         meta = {"format": "pt",
                 "description": "OLMo-core's train module (FSDP, param_dtype bfloat16) on one "
-                               "micro-batch of 4 x 128 seeded tokens, step-0 weights of "
+                               f"micro-batch of {n_inst} x {n_tok} seeded tokens, step-0 weights of "
                                "tests/data/reference/olmo_core_run: its bf16 logits, CE (loss), "
                                "mean lse^2 (z_loss, no multiplier), grad.* of CE + 1e-5 z-loss",
                 "z_loss_multiplier": repr(Z_LOSS),
                 "seed": str(seed), "torch_threads": str(torch.get_num_threads()),
                 "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
-        path = os.path.join(args.out, f"batch-{seed}.safetensors")
+        stem = f"batch-{seed}" if args.shape == "4x128" else f"batch-{seed}-{args.shape}"
+        path = os.path.join(args.out, f"{stem}.safetensors")
         common.write_safetensors(path, tensors, meta)
         common.log(f"wrote {path} ({os.path.getsize(path):,} bytes): CE {tensors['loss']:.9f}")
     common.write_versions(args.out, "tools/crosscheck/generate_olmo_core_bf16.py --out "
-                          + os.path.relpath(args.out, common.REPO) + f" --seeds {args.seeds}")
+                          + os.path.relpath(args.out, common.REPO) + f" --seeds {args.seeds}"
+                          + ("" if args.shape == "4x128" else f" --shape {args.shape}"))
 
 
 if __name__ == "__main__":
