@@ -18,6 +18,7 @@ struct ParityArgs {
   replica::ModelParityOptions against;
   bool json = false, no_progress = false;
   int threads = 0;
+  std::string rope_table = "own";
   replica::cli::ComputeFlags compute;
 };
 
@@ -70,6 +71,11 @@ replica::cli::CommandRegistration reg(
                      "gradient's norm (a tensor whose gradient is zero, e.g. q/k at T = 1)")
           ->capture_default_str()
           ->check(replica::cli::NonNegative());
+      app.add_option("--rope-table", a->rope_table,
+                     "own (this machine's sin and cos) | reference (the dump's rope.cos and "
+                     "rope.sin: compares everything but the two stacks' sin and cos)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"own", "reference"}));
       app.add_option("--threads", a->threads, "threads, 1 to 1024 (default: all cores)")
           ->check(replica::cli::Between(1, replica::kMaxThreads).description(""));
       app.add_flag("--json", a->json, "print JSON on stdout");
@@ -84,6 +90,9 @@ replica::cli::CommandRegistration reg(
         replica::ParityReport r;
         if (!a->against.against_dir.empty()) {
           replica::Require(!a->options.grads, "parity: --grads needs --reference (a dump with grad.*)");
+          replica::Require(a->rope_table == "own",
+                           "parity: --rope-table reference needs --reference (a dump with "
+                           "rope.cos and rope.sin)");
           replica::Require(a->options.z_loss_multiplier == 0,
                            "parity: --z-loss needs --reference and --grads");
           a->against.model_dir = a->options.model_dir;
@@ -99,6 +108,7 @@ replica::cli::CommandRegistration reg(
           replica::Require(a->options.z_loss_multiplier == 0 || a->options.grads,
                            "parity: --z-loss {} chooses the gradient compared; it needs --grads",
                            a->options.z_loss_multiplier);
+          a->options.reference_rope = a->rope_table == "reference";
           r = replica::RunParity(a->options);
         }
         if (a->json) {

@@ -120,6 +120,27 @@ ParityReport RunParity(const ParityOptions& o) {
     }
   }
 
+  std::vector<float> rope_cos, rope_sin;
+  int64_t rope_positions = 0;
+  if (o.reference_rope) {
+    const int64_t half = config.head_dim / 2;
+    for (const char* name : {"rope.cos", "rope.sin"}) {
+      const TensorInfo* t = ref.Find(name);
+      Require(t != nullptr,
+              "{}: --rope-table reference needs tensor '{}' [positions >= {}, {}], which the dump "
+              "lacks",
+              ref.path(), name, T, half);
+      Require(t->shape.size() == 2 && t->shape[0] >= T && t->shape[1] == half,
+              "{}: tensor '{}' has shape {}, expected [positions >= {}, {}] (T and head_dim / 2)",
+              ref.path(), name, ShapeString(t->shape), T, half);
+      rope_positions = t->shape[0];
+    }
+    Require(ref.Get("rope.cos").shape == ref.Get("rope.sin").shape,
+            "{}: tensors 'rope.cos' and 'rope.sin' differ in shape", ref.path());
+    rope_cos = ref.ReadF32("rope.cos");
+    rope_sin = ref.ReadF32("rope.sin");
+  }
+
   std::vector<int32_t> ids(N), labels(N);
   {
     const std::vector<int64_t> raw = ref.ReadI64("input_ids");
@@ -177,6 +198,11 @@ ParityReport RunParity(const ParityOptions& o) {
                          static_cast<int64_t>(host.size()));
   }
 
+  std::optional<int64_t> rope_differing;
+  if (o.reference_rope)
+    rope_differing = model.ReplacePlainRopeEntries(std::min<int64_t>(rope_positions, T),
+                                                   rope_cos.data(), rope_sin.data());
+
   std::vector<float> logits(static_cast<size_t>(N * V));
   model.ForwardLogits(ids.data(), B, T, logits.data(), docs, num_docs);
   const std::vector<float> ref_logits = ref.ReadF32("logits");
@@ -199,6 +225,7 @@ ParityReport RunParity(const ParityOptions& o) {
   rep.options = o;
   rep.positions = N;
   rep.documents = num_docs > 0 ? num_docs - 1 : 0;
+  rep.rope_entries_differing = rope_differing;
   int64_t agree = 0;
   double ce_ref_sum = 0, lse_sq_ref_sum = 0;
   for (int64_t i = 0; i < N; ++i) {
@@ -449,6 +476,8 @@ nlohmann::ordered_json ParityReport::ToJson() const {
   j["loss_ref_source"] = loss_ref ? json(loss_ref_source) : json(nullptr);
   j["loss_tokens"] = loss_tokens;
   j["grad_worst_tensor"] = grad_max_rel_err ? json(grad_worst_tensor) : json(nullptr);
+  j["rope_table"] = options.reference_rope ? "reference" : "own";
+  if (rope_entries_differing) j["rope_entries_differing"] = *rope_entries_differing;
   j["grad_global_rel_err"] = grad_global_rel_err ? num(*grad_global_rel_err) : json(nullptr);
   j["grad_rel_floor"] = grad_max_rel_err ? json(grad_rel_floor) : json(nullptr);
   if (lse_sq_mean) {  // --reference only
@@ -480,6 +509,10 @@ std::string ParityReport::ToText() const {
                               PrecisionName(options.precision), options.reference_path, positions);
   if (documents > 0)
     s += fmt::format("  packed rows         {} documents (the dump's cu_doc_lens)\n", documents);
+  if (rope_entries_differing)
+    s += fmt::format("  RoPE table          the reference's (rope.cos, rope.sin); {} of this "
+                     "machine's entries differ\n",
+                     *rope_entries_differing);
   s += fmt::format("  KL(ref || model)    mean {:.3e}  max {:.3e}   (max allowed {:.1e})\n", kl_mean,
                    kl_max, options.max_kl);
   s += fmt::format("  top-1 agreement     {:.6f}                (min {})\n", top1_agreement,

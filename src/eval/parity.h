@@ -37,6 +37,9 @@ struct ParityOptions {
   std::string device = "cpu";              // the registered backend that computes (ops/registry.h)
   Precision precision = Precision::kFp32;  // what the model's matmuls are fed
   nlohmann::json compute;      // the compute settings in use, copied into the JSON report
+  // The dump's own RoPE table (tensors rope.cos and rope.sin, [positions >= T, head_dim / 2]) in
+  // place of the model's plain-RoPE entries: compares everything but the two stacks' sin and cos.
+  bool reference_rope = false;
 };
 
 struct ParityReport {
@@ -56,6 +59,8 @@ struct ParityReport {
   std::optional<double> grad_global_rel_err;  // ‖G − G_ref‖ / ‖G_ref‖ over all parameters
   double grad_rel_floor = 0;                  // the floor's absolute value, grad_floor · ‖G_ref‖
   std::string grad_worst_tensor;
+  // --rope-table reference: how many of the model's own table entries the dump's replaced differ.
+  std::optional<int64_t> rope_entries_differing;
   bool pass = false;
   std::string input;  // --against: what the tokens were ("... random token ids ..." or the file)
   std::string hint;   // a failing check's likely cause and what to do, or empty

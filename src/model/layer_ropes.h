@@ -18,6 +18,12 @@ class LayerRopes {
   LayerRopes(const Backend& backend, const ModelConfig& config, int64_t max_positions);
   const RopeTable& ForLayer(int64_t layer) const { return tables_[index_[layer]]; }
   int64_t max_positions() const { return max_positions_; }
+  // Puts given entries in place of the plain-RoPE table's (cos and sin [positions, head_dim / 2],
+  // positions <= max_positions(); the rest of the table is kept): another stack's table, so that
+  // a comparison with it leaves its libm's sin and cos out. Returns how many of the replaced
+  // entries differed (cos and sin counted apart). Error when the model has no plain-RoPE table.
+  int64_t ReplacePlainEntries(const Backend& backend, int64_t positions, const float* cos,
+                              const float* sin);
 
  private:
   int64_t max_positions_ = 0;

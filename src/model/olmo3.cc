@@ -469,6 +469,10 @@ FlatBuffer& Olmo3Model::grads() {
 }
 ParamStore& Olmo3Model::store() { return *impl_->store; }
 const Backend& Olmo3Model::backend() const { return impl_->ops; }
+int64_t Olmo3Model::ReplacePlainRopeEntries(int64_t positions, const float* cos,
+                                            const float* sin) {
+  return impl_->ropes.ReplacePlainEntries(impl_->ops, positions, cos, sin);
+}
 
 CrossEntropySums Olmo3Model::ForwardBackward(const int32_t* tokens, const int32_t* labels, int64_t B,
                                      int64_t T, double grad_scale, double z_loss_multiplier,

@@ -45,6 +45,8 @@ class Olmo3Model {
   FlatBuffer& grads();
   ParamStore& store();
   const Backend& backend() const;
+  // LayerRopes::ReplacePlainEntries on this model's tables.
+  int64_t ReplacePlainRopeEntries(int64_t positions, const float* cos, const float* sin);
 
   // Forward and backward on tokens/labels [B, T] (B <= max_batch, T <= max_seq). Gradients of
   //   grad_scale · Σ_tokens (CE + z_loss_multiplier · lse²)

@@ -10,8 +10,8 @@ that config, written as batch-<seed>-<shape>.safetensors). Each batch-<seed>.saf
 reference dump (docs/formats.md) for
 `replica parity --reference DUMP --grads --z-loss 1e-5 --precision bf16-fsdp`: input_ids, labels,
 OLMo-core's bf16 logits (lm_head.w_out's output), its CE (`loss`), mean lse² (`z_loss`, no
-multiplier) and the gradients of CE + 1e-5·z-loss as FSDP leaves them (fp32 of the bf16
-gradients), named as HF names them; the metadata records torch's CPU capability (its bf16
+multiplier), the gradients of CE + 1e-5·z-loss as FSDP leaves them (fp32 of the bf16
+gradients), named as HF names them, and its RoPE table (`rope.cos`, `rope.sin`); the metadata records torch's CPU capability (its bf16
 kernels differ between CPU kinds: replica's `--torch-cpu`). Plus VERSIONS.json; README.md is
 written by hand.
 """
@@ -52,6 +52,13 @@ def step_dump(tm, input_ids):
          "z_loss": np.array(float(result["z"]) / Z_LOSS, dtype=np.float64)}
     for name in sorted(hf):
         t["grad." + name] = hf[name].float().numpy()
+    # OLMo-core's own RoPE table for these positions (its sin and cos are torch's), for
+    # `replica parity --rope-table reference`: the first half of the head dim's columns.
+    rope = tm.model.blocks["0"].attention.rope
+    buffers = rope.get_buffers(input_ids.shape[1], torch.device("cpu"))
+    half = buffers.pos_cos.shape[-1] // 2
+    t["rope.cos"] = buffers.pos_cos[:, :half].float().contiguous().numpy()
+    t["rope.sin"] = buffers.pos_sin[:, :half].float().contiguous().numpy()
     return t
 
 
