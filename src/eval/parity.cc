@@ -120,8 +120,7 @@ ParityReport RunParity(const ParityOptions& o) {
     }
   }
 
-  std::vector<float> rope_cos, rope_sin;
-  int64_t rope_positions = 0;
+  std::vector<float> rope_cos, rope_sin;  // [positions >= T, head_dim / 2]; the first T replace
   if (o.reference_rope) {
     const int64_t half = config.head_dim / 2;
     for (const char* name : {"rope.cos", "rope.sin"}) {
@@ -133,7 +132,6 @@ ParityReport RunParity(const ParityOptions& o) {
       Require(t->shape.size() == 2 && t->shape[0] >= T && t->shape[1] == half,
               "{}: tensor '{}' has shape {}, expected [positions >= {}, {}] (T and head_dim / 2)",
               ref.path(), name, ShapeString(t->shape), T, half);
-      rope_positions = t->shape[0];
     }
     Require(ref.Get("rope.cos").shape == ref.Get("rope.sin").shape,
             "{}: tensors 'rope.cos' and 'rope.sin' differ in shape", ref.path());
@@ -200,8 +198,7 @@ ParityReport RunParity(const ParityOptions& o) {
 
   std::optional<int64_t> rope_differing;
   if (o.reference_rope)
-    rope_differing = model.ReplacePlainRopeEntries(std::min<int64_t>(rope_positions, T),
-                                                   rope_cos.data(), rope_sin.data());
+    rope_differing = model.ReplacePlainRopeEntries(T, rope_cos.data(), rope_sin.data());
 
   std::vector<float> logits(static_cast<size_t>(N * V));
   model.ForwardLogits(ids.data(), B, T, logits.data(), docs, num_docs);

@@ -9,7 +9,7 @@ output is (Σ over the visible keys of v) / l: causal attention over `--keys` ke
 with exponents spread over 2^-12 .. 2^12, so that the order of the sum shows in the bf16 output.
 It prints, per candidate split of the P·V sum over a 512-key block into pieces (each summed from
 zero in key order, then added into the output), how many outputs differ from torch's. `rule` is
-replica's (src/ops/cpu/fsdp_bf16_attention.cc, ReferencePvPieces); `none` one piece; a list such
+replica's (src/ops/cpu/fsdp_bf16_attention.cc, PvPiecesOf); `none` one piece; a list such
 as `100` or `192,384` puts the piece boundaries there.
 
 `scores` makes key 0 dominate every query (its score ≥ 100, every other key's 0), so that torch's

@@ -159,16 +159,24 @@ int64_t KeyBlock(int64_t T) { return std::min(kFsdpAttentionKeyBlock, T); }
 // over the block's `len` keys, for a query block of `rows` queries: each piece is summed from
 // zero in key order, then added into the output. Up to 192 keys, or fewer than 4 queries, one
 // piece; up to 384 keys, two halves (the first len / 2 keys); beyond, pieces of 192 keys and the
-// remainder (measured against torch's kernel: docs/bf16-fsdp-spec.md §9). Returns the piece
-// boundaries after 0, ending with len.
-std::vector<int64_t> ReferencePvPieces(int64_t len, int64_t rows) {
-  constexpr int64_t kDepth = 192;
-  if (len <= kDepth || rows < 4) return {len};
-  if (len <= 2 * kDepth) return {len / 2, len};
-  std::vector<int64_t> ends;
-  for (int64_t e = kDepth; e < len; e += kDepth) ends.push_back(e);
-  ends.push_back(len);
-  return ends;
+// remainder (measured against torch's kernel: docs/bf16-fsdp-spec.md §9). The oneDNN path sums
+// the block in one piece.
+struct PvPieces {
+  static constexpr int64_t kDepth = 192;
+  static constexpr int kMax = 3;  // a key block of at most 3 · kDepth keys
+  int64_t end[kMax];              // each piece's end; the first begins at 0
+  int count;
+};
+static_assert(kFsdpAttentionKeyBlock <= PvPieces::kMax * PvPieces::kDepth);
+
+PvPieces PvPiecesOf(int64_t len, int64_t rows, TorchCpuPath path) {
+  constexpr int64_t kDepth = PvPieces::kDepth;
+  if (path != TorchCpuPath::kReference || len <= kDepth || rows < 4) return {{len}, 1};
+  if (len <= 2 * kDepth) return {{len / 2, len}, 2};
+  PvPieces pieces{{}, 0};
+  for (int64_t e = kDepth; e < len; e += kDepth) pieces.end[pieces.count++] = e;
+  pieces.end[pieces.count++] = len;
+  return pieces;
 }
 
 // The backward's scores as ATen's reference loop computes the block's scale · kᵀq: for each
@@ -327,13 +335,11 @@ void FsdpAttentionForward(const AttentionShape& s, const float* q, const float* 
         // into one fused multiply-add.
         l = std::fma(exp_old, l, BlockRowSum(p.data(), len, path));
         // dst ← dst · exp_old, then each piece of the block's keys summed from zero and added.
-        const std::vector<int64_t> pieces =
-            path == TorchCpuPath::kReference
-                ? ReferencePvPieces(len, block_rows)
-                : std::vector<int64_t>{len};
+        const PvPieces pieces = PvPiecesOf(len, block_rows, path);
         for (int64_t d = 0; d < hd; ++d) dst[d] = dst[d] * exp_old;
         int64_t piece_begin = 0;
-        for (const int64_t piece_end : pieces) {
+        for (int c = 0; c < pieces.count; ++c) {
+          const int64_t piece_end = pieces.end[c];
           std::fill(blk.begin(), blk.end(), 0.0f);
           const int64_t a0 = std::max(j0, n0 + piece_begin), a1 = std::min(j1, n0 + piece_end);
           for (int64_t j = a0; j < a1; ++j) {
